@@ -1,0 +1,272 @@
+//! Codex CLI rollouts, current (`{timestamp, type, payload}` envelopes) and legacy (a bare
+//! `{id, timestamp, instructions, git}` first line, then bare response items).
+//!
+//! `response_item`s become messages (id = `<session-id>:<line>`): `message` (user, assistant,
+//! developer as system), `reasoning` (thinking), tool calls and their outputs (tool role).
+//! `event_msg` rows repeat what the response items say (the user's text appears in both),
+//! so they are kept as records only, as are `turn_context`, `compacted` and unknown types.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::discover::SourceFile;
+use crate::model::{FileBatch, MessageRow, PartRow, Role, AGENT_CODEX};
+use crate::reader::Common;
+use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_field};
+
+pub struct CodexParser {
+    /// `call_id` -> tool name, to name the outputs that follow.
+    call_names: HashMap<String, String>,
+}
+
+/// The session uuid at the end of `rollout-<local time>-<uuid>.jsonl`, else the stem.
+fn id_from_file_name(file: &SourceFile) -> String {
+    let stem = file
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if stem.len() >= 36 {
+        let tail = &stem[stem.len() - 36..];
+        if tail.chars().filter(|&c| c == '-').count() == 4
+            && tail.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
+        {
+            return tail.to_owned();
+        }
+    }
+    stem
+}
+
+impl CodexParser {
+    pub(crate) fn new(file: &SourceFile, common: &mut Common) -> Self {
+        if common.session.id.is_empty() {
+            common.session.id = id_from_file_name(file);
+        }
+        CodexParser {
+            call_names: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn line(
+        &mut self,
+        c: &mut Common,
+        line_no: u64,
+        v: &Value,
+        raw: &str,
+        out: &mut FileBatch,
+    ) -> Option<String> {
+        let ty = v.get("type").and_then(Value::as_str);
+        match (ty, v.get("payload")) {
+            (Some(ty), Some(p)) if p.is_object() => {
+                let ts = c.touch(parse_ts(v.get("timestamp")).or(parse_ts(p.get("timestamp"))));
+                let inner = p.get("type").and_then(Value::as_str);
+                match ty {
+                    "session_meta" => self.meta(c, line_no, p, raw),
+                    "turn_context" => {
+                        if c.session.project.is_none() {
+                            c.session.project = str_field(p, "cwd");
+                        }
+                    }
+                    "response_item" => self.item(c, line_no, ts, p, out),
+                    _ => {}
+                }
+                Some(match inner {
+                    Some(i) => format!("{ty}/{i}"),
+                    None => ty.to_owned(),
+                })
+            }
+            _ if line_no == 1 && ty.is_none() && v.get("id").is_some() => {
+                // Legacy header.
+                c.touch(parse_ts(v.get("timestamp")));
+                self.meta(c, line_no, v, raw);
+                Some("session_meta".into())
+            }
+            _ if v.get("record_type").is_some() => v
+                .get("record_type")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            (Some(ty), _) => {
+                // Legacy bare response item.
+                let ts = c.touch(parse_ts(v.get("timestamp")));
+                self.item(c, line_no, ts, v, out);
+                Some(ty.to_owned())
+            }
+            (None, _) => None,
+        }
+    }
+
+    fn meta(&mut self, c: &mut Common, line_no: u64, p: &Value, raw: &str) {
+        // A forked or resumed rollout repeats the meta of its origin: the first one wins.
+        if c.session.header.is_some() {
+            return;
+        }
+        if line_no == 1 || c.session.header.is_none() {
+            if let Some(id) = str_field(p, "id").filter(|s| !s.is_empty()) {
+                c.session.id = id;
+            }
+        }
+        c.session.header = Some(raw.to_owned());
+        if let Some(cwd) = str_field(p, "cwd") {
+            c.session.project = Some(cwd);
+        }
+        if let Some(t) = parse_ts(p.get("timestamp")) {
+            c.session.created_at = Some(c.session.created_at.map_or(t, |x| x.min(t)));
+        }
+        c.session.parent_id = c
+            .session
+            .parent_id
+            .take()
+            .or(str_field(p, "forked_from_id"));
+    }
+
+    fn new_message(&self, c: &Common, line_no: u64, ts: i64, role: Role) -> MessageRow {
+        MessageRow {
+            session_id: c.session.id.clone(),
+            id: format!("{}:{line_no}", c.session.id),
+            timestamp: ts,
+            role,
+            source_agent: AGENT_CODEX.to_owned(),
+            project: c.session.project.clone(),
+            search_text: None,
+            model: None,
+            source_path: c.path.clone(),
+            source_line: line_no,
+        }
+    }
+
+    fn item(&mut self, c: &Common, line_no: u64, ts: i64, p: &Value, out: &mut FileBatch) {
+        let Some(kind) = p.get("type").and_then(Value::as_str) else {
+            return;
+        };
+        let part = |m: &MessageRow, ordinal: u32, part_type: &str| PartRow {
+            session_id: m.session_id.clone(),
+            message_id: m.id.clone(),
+            ordinal,
+            part_type: part_type.to_owned(),
+            tool_name: None,
+            call_id: None,
+            is_error: None,
+            text: None,
+            body: None,
+        };
+        match kind {
+            "message" => {
+                let role = match p.get("role").and_then(Value::as_str) {
+                    Some("user") => Role::User,
+                    Some("assistant") => Role::Assistant,
+                    _ => Role::System,
+                };
+                let mut m = self.new_message(c, line_no, ts, role);
+                let mut fragments = Vec::new();
+                let items = p
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for (i, item) in items.iter().enumerate() {
+                    let ity = item
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown");
+                    let mut pr = part(&m, i as u32, "text");
+                    match ity {
+                        "input_text" | "output_text" | "text" => {
+                            pr.text = str_field(item, "text");
+                            if let Some(t) = &pr.text {
+                                let conversational = match role {
+                                    Role::User => !is_harness_text(t),
+                                    Role::Assistant => true,
+                                    _ => false,
+                                };
+                                if conversational {
+                                    fragments.push(t.clone());
+                                }
+                            }
+                        }
+                        "input_image" => {
+                            pr.part_type = "image".into();
+                            let url_len = item
+                                .get("image_url")
+                                .and_then(Value::as_str)
+                                .map_or(0, str::len);
+                            pr.body = Some(json!({ "image_url_bytes": url_len }).to_string());
+                        }
+                        other => {
+                            pr.part_type = other.to_owned();
+                            pr.body = Some(item.to_string());
+                        }
+                    }
+                    out.parts.push(pr);
+                }
+                m.search_text = join_search(fragments);
+                out.messages.push(m);
+            }
+            "reasoning" => {
+                let m = self.new_message(c, line_no, ts, Role::Assistant);
+                let mut pr = part(&m, 0, "thinking");
+                let summary: Vec<String> = p
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(|s| str_field(s, "text")).collect())
+                    .unwrap_or_default();
+                pr.text = (!summary.is_empty()).then(|| summary.join("\n"));
+                out.parts.push(pr);
+                out.messages.push(m);
+            }
+            "function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call"
+            | "tool_search_call" => {
+                let m = self.new_message(c, line_no, ts, Role::Assistant);
+                let mut pr = part(&m, 0, "tool_call");
+                pr.tool_name = str_field(p, "name")
+                    .or_else(|| Some(kind.trim_end_matches("_call").to_owned()));
+                pr.call_id = str_field(p, "call_id").or_else(|| str_field(p, "id"));
+                let input = p
+                    .get("arguments")
+                    .or_else(|| p.get("input"))
+                    .or_else(|| p.get("action"));
+                pr.body = input.map(|a| match a {
+                    // `arguments` is JSON inside a string: keep the JSON itself when it parses.
+                    Value::String(s) => serde_json::from_str::<Value>(s)
+                        .map(|v| v.to_string())
+                        .unwrap_or_else(|_| Value::String(s.clone()).to_string()),
+                    other => other.to_string(),
+                });
+                if let (Some(id), Some(name)) = (&pr.call_id, &pr.tool_name) {
+                    self.call_names.insert(id.clone(), name.clone());
+                }
+                out.parts.push(pr);
+                out.messages.push(m);
+            }
+            "function_call_output"
+            | "custom_tool_call_output"
+            | "local_shell_call_output"
+            | "tool_search_output" => {
+                let m = self.new_message(c, line_no, ts, Role::Tool);
+                let mut pr = part(&m, 0, "tool_result");
+                pr.call_id = str_field(p, "call_id");
+                pr.tool_name = pr
+                    .call_id
+                    .as_ref()
+                    .and_then(|id| self.call_names.get(id).cloned());
+                let output = p.get("output").unwrap_or(&Value::Null);
+                // Older builds wrap the output as `{"output": "...", "metadata": {exit_code}}`.
+                let (text, exit) = match output {
+                    Value::String(s) => match serde_json::from_str::<Value>(s) {
+                        Ok(v) if v.get("output").is_some() => (
+                            v.get("output").and_then(flatten_content),
+                            v.pointer("/metadata/exit_code").and_then(Value::as_i64),
+                        ),
+                        _ => (Some(s.clone()), None),
+                    },
+                    other => (flatten_content(other), None),
+                };
+                pr.text = text;
+                pr.is_error = exit.map(|code| code != 0);
+                out.parts.push(pr);
+                out.messages.push(m);
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Where session files live, and what kind each one is.
+//!
+//! Claude Code: `<config>/projects/<slug>/<session>.jsonl`, subagents in
+//! `<slug>/<session>/subagents/agent-<id>.jsonl` (older builds: `agent-<id>.jsonl` beside the
+//! session). Codex: `<home>/sessions/YYYY/MM/DD/rollout-*.jsonl` and `<home>/archived_sessions/`.
+//! Prompt indexes (`history.jsonl`, `session_index.jsonl`) are not transcripts and are ignored.
+
+use std::path::{Path, PathBuf};
+
+/// Which client wrote a file. `None` in a [`SourceFile`] means: sniff the content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    ClaudeCode,
+    Codex,
+}
+
+impl SourceKind {
+    pub fn parse(s: &str) -> Option<SourceKind> {
+        match s {
+            "claude-code" | "claude" => Some(SourceKind::ClaudeCode),
+            "codex" => Some(SourceKind::Codex),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    pub path: PathBuf,
+    pub kind: Option<SourceKind>,
+    /// For a Claude subagent file: the parent session id when the layout tells it.
+    pub parent_session: Option<String>,
+    pub is_subagent: bool,
+}
+
+const NOT_TRANSCRIPTS: &[&str] = &["history.jsonl", "session_index.jsonl"];
+
+/// Every `.jsonl` under `root` (sorted, links not followed), minus prompt indexes.
+fn jsonl_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(ft) = entry.file_type() else { continue };
+            let path = entry.path();
+            if ft.is_dir() {
+                stack.push(path);
+            } else if ft.is_file()
+                && path.extension().is_some_and(|e| e == "jsonl")
+                && !path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| NOT_TRANSCRIPTS.contains(&n))
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn classify(path: PathBuf, kind: Option<SourceKind>) -> SourceFile {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let is_subagent = kind != Some(SourceKind::Codex) && stem.starts_with("agent-");
+    // `<session>/subagents/agent-x.jsonl`: the grandparent folder names the parent session.
+    let parent_session = if is_subagent {
+        let parent_dir = path.parent();
+        match parent_dir
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+        {
+            Some("subagents") => parent_dir
+                .and_then(Path::parent)
+                .and_then(|p| p.file_name())
+                .and_then(|n| n.to_str())
+                .map(str::to_owned),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    SourceFile {
+        path,
+        kind,
+        parent_session,
+        is_subagent,
+    }
+}
+
+/// Files under `dir`. With a kind, the folder may be the client's home (`~/.claude`,
+/// `~/.codex`) or any folder of its files; without one, each file's format is sniffed.
+pub fn discover(dir: &Path, kind: Option<SourceKind>) -> Vec<SourceFile> {
+    let roots: Vec<PathBuf> = match kind {
+        Some(SourceKind::ClaudeCode) if dir.join("projects").is_dir() => vec![dir.join("projects")],
+        Some(SourceKind::Codex) if dir.join("sessions").is_dir() => {
+            vec![dir.join("sessions"), dir.join("archived_sessions")]
+        }
+        _ => vec![dir.to_path_buf()],
+    };
+    roots
+        .iter()
+        .flat_map(|r| jsonl_files(r))
+        .map(|p| classify(p, kind))
+        .collect()
+}
+
+/// The default homes: `$CLAUDE_CONFIG_DIR` or `~/.claude`, `$CODEX_HOME` or `~/.codex`.
+pub fn default_sources() -> Vec<(SourceKind, PathBuf)> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".claude")));
+    let codex = std::env::var_os("CODEX_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".codex")));
+    let mut out = Vec::new();
+    if let Some(c) = claude {
+        out.push((SourceKind::ClaudeCode, c));
+    }
+    if let Some(c) = codex {
+        out.push((SourceKind::Codex, c));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_sessions_subagents_and_skips_indexes() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("projects/-home-a-proj");
+        std::fs::create_dir_all(p.join("S1/subagents")).unwrap();
+        std::fs::write(p.join("S1.jsonl"), "{}\n").unwrap();
+        std::fs::write(p.join("S1/subagents/agent-abc.jsonl"), "{}\n").unwrap();
+        std::fs::write(p.join("agent-old.jsonl"), "{}\n").unwrap();
+        std::fs::write(d.path().join("history.jsonl"), "{}\n").unwrap();
+        let files = discover(d.path(), Some(SourceKind::ClaudeCode));
+        assert_eq!(files.len(), 3);
+        let sub = files
+            .iter()
+            .find(|f| f.path.ends_with("agent-abc.jsonl"))
+            .unwrap();
+        assert!(sub.is_subagent);
+        assert_eq!(sub.parent_session.as_deref(), Some("S1"));
+        let old = files
+            .iter()
+            .find(|f| f.path.ends_with("agent-old.jsonl"))
+            .unwrap();
+        assert!(old.is_subagent);
+        assert_eq!(old.parent_session, None);
+    }
+
+    #[test]
+    fn codex_home_layout() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sessions/2026/01/02")).unwrap();
+        std::fs::create_dir_all(d.path().join("archived_sessions")).unwrap();
+        std::fs::write(d.path().join("sessions/2026/01/02/rollout-a.jsonl"), "").unwrap();
+        std::fs::write(d.path().join("archived_sessions/rollout-b.jsonl"), "").unwrap();
+        std::fs::write(d.path().join("history.jsonl"), "").unwrap();
+        let files = discover(d.path(), Some(SourceKind::Codex));
+        assert_eq!(files.len(), 2);
+        assert!(files.iter().all(|f| !f.is_subagent));
+    }
+}

@@ -1,0 +1,25 @@
+//! Session discovery and parsers for Claude Code and Codex CLI, into pond's canonical model.
+//!
+//! What it is for: turning the JSONL files that coding agents write into rows of the
+//! canonical model ([`model`]): sessions, messages, parts, and the verbatim source records.
+//! It reads files and nothing else: it knows nothing of Lance, processes or IPC, and keeps
+//! no state between calls beyond the [`reader::FileCursor`] its caller hands back in.
+//!
+//! What it is not: a store. Deduplication across files and runs, and every write, belong to
+//! the `pond-store` crate and the sync job in `pond-workers`.
+//!
+//! Every line of a file ends up either as a stored [`model::RecordRow`] or as a
+//! [`model::Skip`] with a reason; nothing is dropped silently.
+
+pub mod claude;
+pub mod codex;
+pub mod discover;
+pub mod model;
+pub mod reader;
+#[cfg(test)]
+mod tests;
+mod text;
+
+pub use discover::{discover, SourceFile, SourceKind};
+pub use model::{FileBatch, MessageRow, PartRow, RecordRow, Role, SessionRow, Skip};
+pub use reader::{read_file, FileCursor, ReadOutcome};

@@ -1,0 +1,185 @@
+//! The canonical model: plain rows, one struct per stored table, no storage types.
+//!
+//! Timestamps are milliseconds since the Unix epoch, UTC.
+
+use serde::{Deserialize, Serialize};
+
+/// Who speaks in a message. `Tool` is a tool result handed back to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+            Role::Tool => "tool",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "system" => Some(Role::System),
+            "tool" => Some(Role::Tool),
+            _ => None,
+        }
+    }
+}
+
+/// The agent that wrote a session.
+pub const AGENT_CLAUDE: &str = "claude-code";
+pub const AGENT_CLAUDE_SUBAGENT: &str = "claude-code/subagent";
+pub const AGENT_CODEX: &str = "codex";
+
+/// One session (one source file). Fields learnt later in a file (title, project, newest
+/// timestamp) arrive as a newer `SessionRow` for the same id; the store merges them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionRow {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub source_agent: String,
+    pub project: Option<String>,
+    pub created_at: Option<i64>,
+    pub updated_at: Option<i64>,
+    pub source_path: String,
+    pub title: Option<String>,
+    /// The raw header record (Codex `session_meta`, Claude's first record), verbatim.
+    pub header: Option<String>,
+}
+
+impl SessionRow {
+    /// Fold a newer observation of the same session into this one: first-seen identity
+    /// fields stay, time bounds widen, later titles win.
+    pub fn merge(&mut self, newer: &SessionRow) {
+        if self.parent_id.is_none() {
+            self.parent_id.clone_from(&newer.parent_id);
+        }
+        if self.project.is_none() {
+            self.project.clone_from(&newer.project);
+        }
+        self.created_at = min_opt(self.created_at, newer.created_at);
+        self.updated_at = self.updated_at.max(newer.updated_at);
+        if newer.title.is_some() {
+            self.title.clone_from(&newer.title);
+        }
+        if self.header.is_none() {
+            self.header.clone_from(&newer.header);
+        }
+    }
+}
+
+fn min_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// One message: a user prompt, an assistant turn fragment, a tool result, a system note.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRow {
+    pub session_id: String,
+    /// Stable id: Claude's `uuid`, Codex's `<session-id>:<line>`.
+    pub id: String,
+    pub timestamp: i64,
+    pub role: Role,
+    pub source_agent: String,
+    pub project: Option<String>,
+    /// Conversational text only (user prompts, assistant text); `None` for tool traffic,
+    /// thinking and harness-injected text, which stay reachable through parts and records.
+    pub search_text: Option<String>,
+    pub model: Option<String>,
+    pub source_path: String,
+    pub source_line: u64,
+}
+
+/// One content block of a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartRow {
+    pub session_id: String,
+    pub message_id: String,
+    pub ordinal: u32,
+    /// text, thinking, tool_call, tool_result, image, or the source's own block type.
+    pub part_type: String,
+    pub tool_name: Option<String>,
+    pub call_id: Option<String>,
+    pub is_error: Option<bool>,
+    /// Readable text of the block (the text, the thinking, the tool output).
+    pub text: Option<String>,
+    /// Structured payload as JSON (tool input, image metadata, unknown blocks).
+    pub body: Option<String>,
+}
+
+/// One source line, verbatim. Every line that is not skipped becomes one of these.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordRow {
+    pub source_path: String,
+    /// 1-based line number in the source file.
+    pub line: u64,
+    pub byte_offset: u64,
+    pub session_id: Option<String>,
+    pub record_type: Option<String>,
+    pub raw: String,
+}
+
+/// A line that could not be stored, with the reason.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skip {
+    pub path: String,
+    pub line: u64,
+    pub reason: String,
+}
+
+/// Everything read from one file in one pass.
+#[derive(Debug, Default)]
+pub struct FileBatch {
+    pub sessions: Vec<SessionRow>,
+    pub messages: Vec<MessageRow>,
+    pub parts: Vec<PartRow>,
+    pub records: Vec<RecordRow>,
+    pub skips: Vec<Skip>,
+}
+
+impl FileBatch {
+    pub fn append(&mut self, other: FileBatch) {
+        self.sessions.extend(other.sessions);
+        self.messages.extend(other.messages);
+        self.parts.extend(other.parts);
+        self.records.extend(other.records);
+        self.skips.extend(other.skips);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+            && self.messages.is_empty()
+            && self.parts.is_empty()
+            && self.records.is_empty()
+    }
+
+    /// Approximate bytes held, to decide when to flush.
+    pub fn approx_bytes(&self) -> usize {
+        let m: usize = self
+            .messages
+            .iter()
+            .map(|m| 128 + m.search_text.as_ref().map_or(0, String::len))
+            .sum();
+        let p: usize = self
+            .parts
+            .iter()
+            .map(|p| {
+                96 + p.text.as_ref().map_or(0, String::len) + p.body.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        let r: usize = self.records.iter().map(|r| 96 + r.raw.len()).sum();
+        m + p + r
+    }
+}

@@ -1,0 +1,454 @@
+//! Reading one file from where the last sync stopped: bounded line reading, format
+//! sniffing, and the cursor that makes the next read incremental.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::claude::ClaudeParser;
+use crate::codex::CodexParser;
+use crate::discover::{SourceFile, SourceKind};
+use crate::model::{FileBatch, RecordRow, SessionRow, Skip};
+
+/// Lines longer than this are skipped (with a reason), never buffered whole.
+pub const MAX_LINE_BYTES: usize = 32 << 20;
+/// How much of a file's start identifies it: a changed head means the file was replaced.
+const HEAD_BYTES: u64 = 4096;
+
+/// Where the last read of a file stopped, and what it had learnt by then.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileCursor {
+    /// Bytes consumed: the next read starts here.
+    pub offset: u64,
+    /// Lines consumed.
+    pub line: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub head_len: u64,
+    pub head_hash: u64,
+    /// `claude-code` or `codex` once sniffed.
+    pub format: Option<String>,
+    pub session_id: Option<String>,
+    pub parent_id: Option<String>,
+    pub project: Option<String>,
+    pub last_ts: Option<i64>,
+}
+
+/// How a file was read this time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadMode {
+    /// Same size and mtime as last time: not opened.
+    Unchanged,
+    /// First time seen: read from the start.
+    New,
+    /// Grew since last time: read only the new lines.
+    Appended,
+    /// Shrank or its head changed: read again from the start (the store dedupes).
+    Rewritten,
+    /// Could not be read at all (vanished, permissions): reported, nothing stored.
+    Failed,
+}
+
+#[derive(Debug)]
+pub struct ReadOutcome {
+    pub mode: ReadMode,
+    pub batch: FileBatch,
+    pub cursor: FileCursor,
+    /// Lines read in this pass (stored or skipped), not counting a held-back last line.
+    pub lines_read: u64,
+}
+
+pub(crate) fn path_string(file: &SourceFile) -> String {
+    file.path.to_string_lossy().into_owned()
+}
+
+fn failed(file: &SourceFile, prev: Option<&FileCursor>, line: u64, reason: String) -> ReadOutcome {
+    let mut batch = FileBatch::default();
+    batch.skips.push(Skip {
+        path: path_string(file),
+        line,
+        reason,
+    });
+    ReadOutcome {
+        mode: ReadMode::Failed,
+        batch,
+        cursor: prev.cloned().unwrap_or_default(),
+        lines_read: 0,
+    }
+}
+
+fn head_hash(f: &mut File, len: u64) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; len as usize];
+    f.seek(SeekFrom::Start(0))?;
+    f.read_exact(&mut buf)?;
+    Ok(xxh3_64(&buf))
+}
+
+/// Read `file` from where `prev` left it. Never fails: problems become skips.
+pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
+    let mut f = match File::open(&file.path) {
+        Ok(f) => f,
+        Err(e) => return failed(file, prev, 0, format!("cannot open: {e}")),
+    };
+    let meta = match f.metadata() {
+        Ok(m) => m,
+        Err(e) => return failed(file, prev, 0, format!("cannot stat: {e}")),
+    };
+    let size = meta.len();
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i64);
+
+    if let Some(p) = prev {
+        if p.size == size && p.mtime_ns == mtime_ns {
+            return ReadOutcome {
+                mode: ReadMode::Unchanged,
+                batch: FileBatch::default(),
+                cursor: p.clone(),
+                lines_read: 0,
+            };
+        }
+    }
+    // Resume only if the bytes we already consumed are still there, unchanged at the head.
+    let resume = match prev {
+        Some(p) if size >= p.offset && p.offset > 0 => {
+            matches!(head_hash(&mut f, p.head_len), Ok(h) if h == p.head_hash)
+        }
+        _ => false,
+    };
+    let (mode, mut cursor) = match (prev, resume) {
+        (Some(p), true) => (ReadMode::Appended, p.clone()),
+        (Some(_), false) => (ReadMode::Rewritten, FileCursor::default()),
+        (None, _) => (ReadMode::New, FileCursor::default()),
+    };
+    cursor.size = size;
+    cursor.mtime_ns = mtime_ns;
+    if let Err(e) = f.seek(SeekFrom::Start(cursor.offset)) {
+        return failed(file, prev, cursor.line, format!("cannot seek: {e}"));
+    }
+
+    let fallback_ts = mtime_ns / 1_000_000;
+    let mut pass = Pass::new(file, &cursor, fallback_ts);
+    let mut reader = BufReader::with_capacity(1 << 20, f);
+    let mut buf = Vec::new();
+    let mut lines_read = 0;
+    loop {
+        let line_start = cursor.offset;
+        let line_no = cursor.line + 1;
+        let read = match read_bounded_line(&mut reader, &mut buf) {
+            Ok(r) => r,
+            Err(e) => {
+                pass.skip(
+                    line_no,
+                    format!("read error: {e}; rest of file left for next sync"),
+                );
+                break;
+            }
+        };
+        let Some(LineRead { consumed, complete }) = read else {
+            break;
+        };
+        if !complete && buf.len() <= MAX_LINE_BYTES {
+            // A last line with no newline: a writer may still be appending it. Keep it if
+            // it is already a whole JSON value, otherwise leave it for the next sync.
+            let whole = serde_json::from_slice::<Value>(&buf).is_ok_and(|v| v.is_object());
+            if !whole {
+                pass.skip(
+                    line_no,
+                    "incomplete last line (no newline yet); read again on the next sync".into(),
+                );
+                break;
+            }
+        }
+        cursor.offset += consumed as u64;
+        cursor.line = line_no;
+        lines_read += 1;
+        pass.line(line_no, line_start, &buf, consumed);
+    }
+    // The head identifies the file next time: hash what we consumed of it.
+    cursor.head_len = cursor.offset.min(HEAD_BYTES);
+    if let Ok(mut f) = File::open(&file.path) {
+        if let Ok(h) = head_hash(&mut f, cursor.head_len) {
+            cursor.head_hash = h;
+        }
+    }
+    let batch = pass.finish(&mut cursor);
+    ReadOutcome {
+        mode,
+        batch,
+        cursor,
+        lines_read,
+    }
+}
+
+struct LineRead {
+    /// Bytes consumed from the file, newline included.
+    consumed: usize,
+    /// Whether the line ended with a newline.
+    complete: bool,
+}
+
+/// Read one line into `buf` (without its newline). Past [`MAX_LINE_BYTES`] the rest of the
+/// line is consumed but not kept, so a huge line costs no more memory than the limit.
+fn read_bounded_line<R: BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<LineRead>> {
+    buf.clear();
+    let mut consumed = 0usize;
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok((consumed > 0).then_some(LineRead {
+                consumed,
+                complete: false,
+            }));
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let keep = if done { take - 1 } else { take };
+        if buf.len() <= MAX_LINE_BYTES {
+            let room = (MAX_LINE_BYTES + 1).saturating_sub(buf.len());
+            buf.extend_from_slice(&chunk[..keep.min(room)]);
+        }
+        r.consume(take);
+        consumed += take;
+        if done {
+            return Ok(Some(LineRead {
+                consumed,
+                complete: true,
+            }));
+        }
+    }
+}
+
+/// The per-format parser of a file, decided by the caller's hint or by sniffing.
+enum Parser {
+    Claude(ClaudeParser),
+    Codex(CodexParser),
+}
+
+/// State shared by both parsers for one pass over one file.
+pub(crate) struct Common {
+    pub path: String,
+    pub session: SessionRow,
+    pub last_ts: Option<i64>,
+    pub fallback_ts: i64,
+}
+
+impl Common {
+    /// Note a record's timestamp; returns the timestamp to give a message on this line.
+    pub fn touch(&mut self, ts: Option<i64>) -> i64 {
+        if let Some(t) = ts {
+            self.last_ts = Some(t);
+            self.session.created_at = Some(self.session.created_at.map_or(t, |c| c.min(t)));
+            self.session.updated_at = Some(self.session.updated_at.map_or(t, |c| c.max(t)));
+        }
+        self.last_ts
+            .or(self.session.created_at)
+            .unwrap_or(self.fallback_ts)
+    }
+}
+
+struct Pass<'a> {
+    file: &'a SourceFile,
+    common: Common,
+    parser: Option<Parser>,
+    batch: FileBatch,
+}
+
+impl<'a> Pass<'a> {
+    fn new(file: &'a SourceFile, cursor: &FileCursor, fallback_ts: i64) -> Self {
+        let common = Common {
+            path: path_string(file),
+            session: SessionRow {
+                id: cursor.session_id.clone().unwrap_or_default(),
+                parent_id: cursor.parent_id.clone(),
+                project: cursor.project.clone(),
+                source_path: path_string(file),
+                ..SessionRow::default()
+            },
+            last_ts: cursor.last_ts,
+            fallback_ts,
+        };
+        let kind = match cursor.format.as_deref() {
+            Some(f) => SourceKind::parse(f),
+            None => file.kind,
+        };
+        let mut pass = Pass {
+            file,
+            common,
+            parser: None,
+            batch: FileBatch::default(),
+        };
+        if let Some(k) = kind {
+            pass.start_parser(k);
+        }
+        pass
+    }
+
+    fn start_parser(&mut self, kind: SourceKind) {
+        self.parser = Some(match kind {
+            SourceKind::ClaudeCode => {
+                Parser::Claude(ClaudeParser::new(self.file, &mut self.common))
+            }
+            SourceKind::Codex => Parser::Codex(CodexParser::new(self.file, &mut self.common)),
+        });
+    }
+
+    fn skip(&mut self, line: u64, reason: String) {
+        self.batch.skips.push(Skip {
+            path: self.common.path.clone(),
+            line,
+            reason,
+        });
+    }
+
+    fn line(&mut self, line_no: u64, offset: u64, bytes: &[u8], consumed: usize) {
+        if bytes.len() > MAX_LINE_BYTES {
+            return self.skip(
+                line_no,
+                format!("line of {consumed} bytes is over the {MAX_LINE_BYTES}-byte limit"),
+            );
+        }
+        let text = match std::str::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                return self.skip(
+                    line_no,
+                    format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+                )
+            }
+        };
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if text.trim().is_empty() {
+            return self.skip(line_no, "empty line".into());
+        }
+        let value: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return self.skip(line_no, format!("malformed JSON: {e}")),
+        };
+        if !value.is_object() {
+            return self.skip(line_no, "not a JSON object".into());
+        }
+        if self.parser.is_none() {
+            if let Some(kind) = sniff(&value) {
+                self.start_parser(kind);
+            }
+        }
+        let record_type = match &mut self.parser {
+            Some(Parser::Claude(p)) => {
+                p.line(&mut self.common, line_no, &value, text, &mut self.batch)
+            }
+            Some(Parser::Codex(p)) => {
+                p.line(&mut self.common, line_no, &value, text, &mut self.batch)
+            }
+            None => value.get("type").and_then(Value::as_str).map(str::to_owned),
+        };
+        let session_id =
+            (!self.common.session.id.is_empty()).then(|| self.common.session.id.clone());
+        self.batch.records.push(RecordRow {
+            source_path: self.common.path.clone(),
+            line: line_no,
+            byte_offset: offset,
+            session_id,
+            record_type,
+            raw: text.to_owned(),
+        });
+    }
+
+    fn finish(mut self, cursor: &mut FileCursor) -> FileBatch {
+        cursor.format = match &self.parser {
+            Some(Parser::Claude(_)) => Some("claude-code".into()),
+            Some(Parser::Codex(_)) => Some("codex".into()),
+            None => None,
+        };
+        let source_agent = match &self.parser {
+            Some(Parser::Claude(p)) => p.source_agent(),
+            Some(Parser::Codex(_)) => crate::model::AGENT_CODEX,
+            None => "",
+        };
+        let s = &mut self.common.session;
+        cursor.session_id = (!s.id.is_empty()).then(|| s.id.clone());
+        cursor.parent_id.clone_from(&s.parent_id);
+        cursor.project.clone_from(&s.project);
+        cursor.last_ts = self.common.last_ts;
+        // A file with no recognisable session keeps its records (session_id null) only.
+        if !s.id.is_empty() && self.parser.is_some() && !self.batch.records.is_empty() {
+            s.source_agent = source_agent.to_owned();
+            self.batch.sessions.push(std::mem::take(s));
+        }
+        self.batch
+    }
+}
+
+/// Guess a file's client from one record.
+fn sniff(v: &Value) -> Option<SourceKind> {
+    let has = |k: &str| v.get(k).is_some();
+    if has("payload") && v.get("type").is_some_and(Value::is_string) {
+        return Some(SourceKind::Codex);
+    }
+    if has("id") && (has("instructions") || has("git")) && !has("type") {
+        return Some(SourceKind::Codex);
+    }
+    if has("sessionId") || has("uuid") || has("parentUuid") || has("leafUuid") {
+        return Some(SourceKind::ClaudeCode);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    #[test]
+    fn bounded_lines() {
+        let mut r = BufReader::with_capacity(4, Cursor::new(b"ab\ncdefgh\n\nlast".to_vec()));
+        let mut buf = Vec::new();
+        let mut got = Vec::new();
+        while let Some(l) = read_bounded_line(&mut r, &mut buf).unwrap() {
+            got.push((
+                String::from_utf8(buf.clone()).unwrap(),
+                l.consumed,
+                l.complete,
+            ));
+        }
+        assert_eq!(
+            got,
+            vec![
+                ("ab".into(), 3, true),
+                ("cdefgh".into(), 7, true),
+                ("".into(), 1, true),
+                ("last".into(), 4, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn sniffing() {
+        use serde_json::json;
+        assert_eq!(
+            sniff(&json!({"type":"session_meta","payload":{}})),
+            Some(SourceKind::Codex)
+        );
+        assert_eq!(
+            sniff(&json!({"id":"x","timestamp":"t","instructions":null})),
+            Some(SourceKind::Codex)
+        );
+        assert_eq!(
+            sniff(&json!({"type":"user","uuid":"u"})),
+            Some(SourceKind::ClaudeCode)
+        );
+        assert_eq!(sniff(&json!({"created_at":"x"})), None);
+    }
+}

@@ -1,0 +1,261 @@
+//! Parser tests over the fixtures in `tests/fixtures` (synthetic files written for pond).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::discover::{discover, SourceKind};
+use crate::model::Role;
+use crate::reader::{read_file, ReadMode};
+use crate::SourceFile;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
+}
+
+fn read_all(dir: &str, kind: Option<SourceKind>) -> crate::FileBatch {
+    let mut all = crate::FileBatch::default();
+    for f in discover(&fixtures().join(dir), kind) {
+        all.append(read_file(&f, None).batch);
+    }
+    all
+}
+
+#[test]
+fn claude_sessions_messages_parts() {
+    let b = read_all("claude", Some(SourceKind::ClaudeCode));
+    assert!(b.skips.is_empty(), "{:?}", b.skips);
+    assert_eq!(b.sessions.len(), 3);
+    let main = b
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("1111"))
+        .unwrap();
+    assert_eq!(main.project.as_deref(), Some("/home/dev/shop"));
+    assert_eq!(
+        main.title.as_deref(),
+        Some("Fix cent drift in checkout total")
+    );
+    assert_eq!(main.source_agent, "claude-code");
+    let sub = b.sessions.iter().find(|s| s.id == "agent-a1b2c3").unwrap();
+    assert_eq!(sub.parent_id.as_deref(), Some(main.id.as_str()));
+    assert_eq!(sub.source_agent, "claude-code/subagent");
+    let legacy = b
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("2222"))
+        .unwrap();
+    assert_eq!(legacy.title.as_deref(), Some("Legacy parser refactor"));
+
+    // Every line is a record; the duplicate uuid is still two records, one id twice.
+    assert_eq!(b.records.len(), 13 + 2 + 3);
+    let by_id = |id: &str| b.messages.iter().filter(|m| m.id == id).collect::<Vec<_>>();
+    assert_eq!(by_id("c-a3").len(), 2, "dedupe is the store's job");
+    let meta = &by_id("c-u1")[0];
+    assert_eq!(meta.search_text, None, "isMeta rows are harness text");
+    let q = &by_id("c-u2")[0];
+    assert_eq!(q.role, Role::User);
+    assert_eq!(
+        q.search_text.as_deref(),
+        Some("why does the checkout total drift by a cent?")
+    );
+    assert_eq!(
+        by_id("c-a1")[0].search_text,
+        None,
+        "thinking is not search text"
+    );
+    let result = &by_id("c-u3")[0];
+    assert_eq!(result.role, Role::Tool);
+    let rp = b.parts.iter().find(|p| p.message_id == "c-u3").unwrap();
+    assert_eq!(rp.tool_name.as_deref(), Some("Bash"));
+    assert_eq!(rp.is_error, Some(false));
+    let multi = &by_id("c-a3")[0];
+    assert!(multi
+        .search_text
+        .as_ref()
+        .unwrap()
+        .contains("quantize to cents"));
+    assert_eq!(multi.model.as_deref(), Some("claude-test"));
+    let img = b.parts.iter().find(|p| p.part_type == "image").unwrap();
+    assert!(img.body.as_ref().unwrap().contains("image/png"));
+    assert_eq!(by_id("c-s1")[0].role, Role::System);
+    let unknown = b
+        .records
+        .iter()
+        .find(|r| r.record_type.as_deref() == Some("brand-new-record-kind"))
+        .unwrap();
+    assert!(unknown.raw.contains("\"x\":1"));
+}
+
+#[test]
+fn codex_current_and_legacy() {
+    let b = read_all("codex", Some(SourceKind::Codex));
+    assert!(b.skips.is_empty(), "{:?}", b.skips);
+    assert_eq!(b.sessions.len(), 2);
+    let cur = b
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("3333"))
+        .unwrap();
+    assert_eq!(cur.project.as_deref(), Some("/home/dev/api"));
+    assert!(cur.header.as_ref().unwrap().contains("session_meta"));
+    let searchable: Vec<_> = b
+        .messages
+        .iter()
+        .filter(|m| m.session_id == cur.id && m.search_text.is_some())
+        .collect();
+    // The user prompt once (not the event_msg copy, not the environment block) + the answer.
+    assert_eq!(searchable.len(), 2);
+    assert_eq!(searchable[0].id, format!("{}:4", cur.id));
+    let out = b
+        .parts
+        .iter()
+        .find(|p| p.part_type == "tool_result" && p.session_id == cur.id)
+        .unwrap();
+    assert_eq!(out.tool_name.as_deref(), Some("shell"));
+    assert_eq!(out.text.as_deref(), Some("001_invoices.sql\n002_users.sql"));
+    assert_eq!(out.is_error, Some(false));
+
+    let legacy = b
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("4444"))
+        .unwrap();
+    let lm: Vec<_> = b
+        .messages
+        .iter()
+        .filter(|m| m.session_id == legacy.id)
+        .collect();
+    assert_eq!(lm.len(), 5);
+    assert!(lm.iter().all(|m| m.timestamp == legacy.created_at.unwrap()));
+    let failed = b
+        .parts
+        .iter()
+        .find(|p| p.part_type == "tool_result" && p.session_id == legacy.id)
+        .unwrap();
+    assert_eq!(failed.is_error, Some(true));
+}
+
+#[test]
+fn sniffs_format_without_a_hint() {
+    let b = read_all("", None);
+    assert_eq!(b.sessions.len(), 5);
+    assert!(b.sessions.iter().any(|s| s.source_agent == "codex"));
+    assert!(b
+        .sessions
+        .iter()
+        .any(|s| s.source_agent == "claude-code/subagent"));
+}
+
+fn temp_file(content: &[u8]) -> (tempfile::TempDir, SourceFile) {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("s.jsonl");
+    std::fs::write(&path, content).unwrap();
+    let f = SourceFile {
+        path,
+        kind: Some(SourceKind::ClaudeCode),
+        parent_session: None,
+        is_subagent: false,
+    };
+    (d, f)
+}
+
+const LINE: &str = r#"{"type":"user","uuid":"UID","sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hello"}}"#;
+
+fn line(uid: &str) -> String {
+    format!("{}\n", LINE.replace("UID", uid))
+}
+
+#[test]
+fn bad_lines_are_skipped_with_reasons() {
+    let mut content = Vec::new();
+    content.extend(line("a").as_bytes());
+    content.extend(b"{not json\n");
+    content.extend(b"[1,2]\n");
+    content.extend(b"\xff\xfe{\"type\":\"user\"}\n");
+    content.extend(b"\n");
+    content.extend(line("b").as_bytes());
+    content.extend(br#"{"type":"user","uuid":"c","message":{"ro"#);
+    let (_d, f) = temp_file(&content);
+    let out = read_file(&f, None);
+    let reasons: Vec<_> = out
+        .batch
+        .skips
+        .iter()
+        .map(|s| (s.line, s.reason.clone()))
+        .collect();
+    assert_eq!(out.batch.records.len(), 2);
+    assert_eq!(out.batch.messages.len(), 2);
+    assert_eq!(reasons.len(), 5, "{reasons:?}");
+    assert!(reasons[0].1.starts_with("malformed JSON"));
+    assert!(reasons[1].1.starts_with("not a JSON object"));
+    assert!(reasons[2].1.starts_with("invalid UTF-8"));
+    assert_eq!(reasons[3].1, "empty line");
+    assert_eq!(reasons[4].0, 7);
+    assert!(reasons[4].1.starts_with("incomplete last line"));
+    assert_eq!(out.cursor.line, 6, "the incomplete line is not consumed");
+    assert_eq!(out.lines_read, 6);
+}
+
+#[test]
+fn huge_line_is_skipped_without_buffering_it() {
+    let (_d, f) = temp_file(b"");
+    {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&f.path).unwrap());
+        w.write_all(line("a").as_bytes()).unwrap();
+        w.write_all(b"{\"type\":\"user\",\"pad\":\"").unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..40 {
+            w.write_all(&chunk).unwrap();
+        }
+        w.write_all(b"\"}\n").unwrap();
+        w.write_all(line("b").as_bytes()).unwrap();
+    }
+    let out = read_file(&f, None);
+    assert_eq!(out.batch.messages.len(), 2);
+    assert_eq!(out.batch.skips.len(), 1);
+    assert_eq!(out.batch.skips[0].line, 2);
+    assert!(out.batch.skips[0].reason.contains("over the"));
+}
+
+#[test]
+fn incremental_reads() {
+    let (_d, f) = temp_file(line("a").as_bytes());
+    let first = read_file(&f, None);
+    assert_eq!(first.mode, ReadMode::New);
+    assert_eq!(first.batch.messages.len(), 1);
+    let again = read_file(&f, Some(&first.cursor));
+    assert_eq!(again.mode, ReadMode::Unchanged);
+    assert!(again.batch.is_empty());
+
+    // Grow: only the new line is read, with its true line number.
+    let mut fh = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&f.path)
+        .unwrap();
+    fh.write_all(line("b").as_bytes()).unwrap();
+    drop(fh);
+    let grown = read_file(&f, Some(&first.cursor));
+    assert_eq!(grown.mode, ReadMode::Appended);
+    assert_eq!(grown.batch.messages.len(), 1);
+    assert_eq!(grown.batch.messages[0].id, "b");
+    assert_eq!(grown.batch.records[0].line, 2);
+
+    // Replace with different content: read again from the start.
+    std::fs::write(&f.path, line("z")).unwrap();
+    let rewritten = read_file(&f, Some(&grown.cursor));
+    assert_eq!(rewritten.mode, ReadMode::Rewritten);
+    assert_eq!(rewritten.batch.messages[0].id, "z");
+}
+
+#[test]
+fn vanished_file_is_reported() {
+    let f = SourceFile {
+        path: PathBuf::from("/nonexistent/pond/s.jsonl"),
+        kind: None,
+        parent_session: None,
+        is_subagent: false,
+    };
+    let out = read_file(&f, None);
+    assert_eq!(out.mode, ReadMode::Failed);
+    assert!(out.batch.skips[0].reason.starts_with("cannot open"));
+}
