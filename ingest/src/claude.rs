@@ -119,6 +119,7 @@ impl ClaudeParser {
         out.parts.push(PartRow {
             session_id: m.session_id.clone(),
             message_id: m.id.clone(),
+            source_line: m.source_line,
             ordinal: 0,
             part_type: "text".into(),
             tool_name: None,
@@ -189,6 +190,7 @@ impl ClaudeParser {
         let mut p = PartRow {
             session_id: m.session_id.clone(),
             message_id: m.id.clone(),
+            source_line: m.source_line,
             ordinal,
             part_type: ty.to_owned(),
             tool_name: None,

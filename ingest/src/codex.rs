@@ -142,6 +142,7 @@ impl CodexParser {
         let part = |m: &MessageRow, ordinal: u32, part_type: &str| PartRow {
             session_id: m.session_id.clone(),
             message_id: m.id.clone(),
+            source_line: m.source_line,
             ordinal,
             part_type: part_type.to_owned(),
             tool_name: None,

@@ -107,6 +107,9 @@ pub struct MessageRow {
 pub struct PartRow {
     pub session_id: String,
     pub message_id: String,
+    /// The source line of the message this part belongs to: with `message_id`, it ties a
+    /// part to one occurrence of a message whose id was replayed.
+    pub source_line: u64,
     pub ordinal: u32,
     /// text, thinking, tool_call, tool_result, image, or the source's own block type.
     pub part_type: String,

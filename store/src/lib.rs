@@ -1,1 +1,24 @@
-//! placeholder
+//! pond's data layer: the Lance datasets, their schema, writes, indexes and queries.
+//!
+//! What it is for: everything that touches Lance. [`Store`] opens a store directory with a
+//! Lance session whose caches are capped ([`StoreConfig`]); [`SyncWriter`] is the write side
+//! of a sync (one journaled transaction over all datasets, with deduplication); [`search`],
+//! [`get`] and [`sql`] are the read side.
+//!
+//! What it is not: a process manager or a parser. It knows nothing of workers, IPC or MCP
+//! (the supervisor decides which process calls what), and takes parsed rows from
+//! `pond-ingest`'s model.
+
+pub mod error;
+pub mod get;
+pub mod indexes;
+mod read;
+pub mod schema;
+pub mod search;
+pub mod sql;
+mod store;
+mod writer;
+
+pub use error::{Result, StoreError};
+pub use store::{Store, StoreConfig, StoreCounts, StoreLock};
+pub use writer::{SyncWriter, WriteStats};

@@ -1,0 +1,68 @@
+//! The sync (ingest) job: what to read, and what came of it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// One folder to sync. `agent: None` sniffs each file's format.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncSource {
+    pub agent: Option<String>,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncRequest {
+    pub sources: Vec<SyncSource>,
+    /// Skip the index update at the end (a later sync or rebuild does it).
+    pub skip_index: bool,
+}
+
+/// Progress while a sync runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncProgress {
+    pub files_done: u64,
+    pub files_total: u64,
+    pub bytes_done: u64,
+    pub bytes_total: u64,
+    pub messages: u64,
+}
+
+/// A line that was not stored, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkipNote {
+    pub path: String,
+    pub line: u64,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncReport {
+    pub files_seen: u64,
+    pub files_unchanged: u64,
+    pub files_new: u64,
+    pub files_appended: u64,
+    pub files_rewritten: u64,
+    pub files_failed: u64,
+    pub bytes_read: u64,
+    pub lines_read: u64,
+    pub sessions_touched: u64,
+    pub messages_added: u64,
+    pub parts_added: u64,
+    pub records_added: u64,
+    pub duplicate_messages: u64,
+    pub duplicate_records: u64,
+    pub skipped: u64,
+    /// Skips counted by the kind of reason ("malformed JSON", "empty line", ...).
+    pub skipped_by_reason: BTreeMap<String, u64>,
+    /// The first skips in full (file, line, reason); the rest are only counted.
+    pub skip_examples: Vec<SkipNote>,
+    /// Whether this sync first undid a sync that had died half-way.
+    pub recovered_interrupted_sync: bool,
+    pub indexes_created: u64,
+    pub indexes_updated: bool,
+    /// Searchable rows the full-text index does not cover yet (still found by flat scan).
+    pub unindexed_rows: u64,
+    pub elapsed_ms: u64,
+}

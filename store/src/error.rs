@@ -1,0 +1,27 @@
+//! The store's error type: what went wrong, and what the caller can do about it.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("lance: {0}")]
+    Lance(#[from] lance::Error),
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    #[error("sql: {0}")]
+    DataFusion(#[from] datafusion::error::DataFusionError),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("another sync or rebuild holds the store lock {0}; wait for it to finish")]
+    Locked(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    InvalidQuery(String),
+    #[error("query timed out after {0} s; narrow it (WHERE, LIMIT) or raise the timeout")]
+    Timeout(u64),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;

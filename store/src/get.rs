@@ -1,0 +1,448 @@
+//! Get: a session page by page, or one message with its parts and neighbours.
+//!
+//! A session's messages are ordered by (timestamp, source file, line). Pages never split a
+//! message; a message longer than the page budget is shortened with a note saying how to
+//! read it whole (`get-message`).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::error::{Result, StoreError};
+use crate::read::{bool_at, opt_str, scan_all, session_rows, string_col, ts_at, u32_at, u64_at};
+use crate::schema::{sql_str, MESSAGES, PARTS, SESSIONS};
+use crate::search::floor_char;
+use crate::store::Store;
+
+/// Default byte budget of one rendered page.
+pub const DEFAULT_PAGE_BYTES: usize = 24 * 1024;
+/// Per-part cap when a whole message is shown.
+pub const PART_BYTES: usize = 16 * 1024;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub parent_session_id: Option<String>,
+    pub source_agent: String,
+    pub project: Option<String>,
+    pub title: Option<String>,
+    pub created_at: Option<i64>,
+    pub updated_at: Option<i64>,
+    pub source_path: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartView {
+    pub ordinal: u32,
+    pub part_type: String,
+    pub tool_name: Option<String>,
+    pub call_id: Option<String>,
+    pub is_error: Option<bool>,
+    pub text: Option<String>,
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MessageView {
+    pub id: String,
+    /// 0-based position in the session.
+    pub position: usize,
+    pub timestamp: i64,
+    pub role: String,
+    pub model: Option<String>,
+    /// The message rendered as text: its text, thinking, tool calls and results.
+    pub text: String,
+    /// Bytes left out of `text` to fit the budget.
+    pub omitted_bytes: usize,
+    pub source_path: String,
+    pub source_line: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionPage {
+    pub session: SessionInfo,
+    pub total_messages: usize,
+    pub messages: Vec<MessageView>,
+    /// Id to pass as `before` for the previous page, if there is one.
+    pub more_before: Option<String>,
+    /// Id to pass as `after` for the next page, if there is one.
+    pub more_after: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MessageContext {
+    pub session: SessionInfo,
+    pub total_messages: usize,
+    pub before: Vec<MessageView>,
+    pub message: MessageView,
+    pub after: Vec<MessageView>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum From {
+    #[default]
+    Start,
+    End,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PageRequest {
+    pub from: From,
+    pub limit: usize,
+    pub after: Option<String>,
+    pub before: Option<String>,
+    pub max_bytes: usize,
+}
+
+/// One row of a session's message list, before rendering.
+struct Entry {
+    id: String,
+    timestamp: i64,
+    role: String,
+    model: Option<String>,
+    search_text: Option<String>,
+    source_path: String,
+    source_line: u64,
+}
+
+async fn session_info(store: &Store, id: &str) -> Result<SessionInfo> {
+    let ds = store.require(SESSIONS).await?;
+    let rows = session_rows(&ds, Some(&format!("id = {}", sql_str(id)))).await?;
+    let s = rows.into_iter().next().ok_or_else(|| {
+        StoreError::NotFound(format!(
+            "no session with id {id:?}; session ids appear in search results and in SQL (SELECT id, title FROM sessions)"
+        ))
+    })?;
+    Ok(SessionInfo {
+        id: s.id,
+        parent_session_id: s.parent_id,
+        source_agent: s.source_agent,
+        project: s.project,
+        title: s.title,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        source_path: s.source_path,
+    })
+}
+
+/// All messages of a session in order (ids and metadata; bounded by one session's size).
+async fn session_entries(store: &Store, session_id: &str) -> Result<Vec<Entry>> {
+    let ds = store.require(MESSAGES).await?;
+    let filter = format!("session_id = {}", sql_str(session_id));
+    let cols = [
+        "id",
+        "timestamp",
+        "role",
+        "model",
+        "search_text",
+        "source_path",
+        "source_line",
+    ];
+    let mut out = Vec::new();
+    for b in scan_all(&ds, &cols, Some(&filter)).await? {
+        let id = string_col(&b, "id")?;
+        let role = string_col(&b, "role")?;
+        let model = string_col(&b, "model")?;
+        let text = string_col(&b, "search_text")?;
+        let path = string_col(&b, "source_path")?;
+        for i in 0..b.num_rows() {
+            out.push(Entry {
+                id: id.value(i).to_owned(),
+                timestamp: ts_at(&b, "timestamp", i)?.unwrap_or_default(),
+                role: role.value(i).to_owned(),
+                model: opt_str(model, i),
+                search_text: opt_str(text, i),
+                source_path: path.value(i).to_owned(),
+                source_line: u64_at(&b, "source_line", i)?,
+            });
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.timestamp, &a.source_path, a.source_line).cmp(&(
+            b.timestamp,
+            &b.source_path,
+            b.source_line,
+        ))
+    });
+    Ok(out)
+}
+
+async fn parts_of(
+    store: &Store,
+    session_id: &str,
+    ids: &[&str],
+) -> Result<HashMap<String, Vec<PartView>>> {
+    let mut out: HashMap<String, Vec<PartView>> = HashMap::new();
+    let Some(ds) = store.dataset(PARTS).await? else {
+        return Ok(out);
+    };
+    for chunk in ids.chunks(256) {
+        let list: Vec<String> = chunk.iter().map(|i| sql_str(i)).collect();
+        let filter = format!(
+            "session_id = {} AND message_id IN ({})",
+            sql_str(session_id),
+            list.join(",")
+        );
+        let cols = [
+            "message_id",
+            "ordinal",
+            "part_type",
+            "tool_name",
+            "call_id",
+            "is_error",
+            "text",
+            "body",
+        ];
+        for b in scan_all(&ds, &cols, Some(&filter)).await? {
+            let mid = string_col(&b, "message_id")?;
+            let ty = string_col(&b, "part_type")?;
+            let tool = string_col(&b, "tool_name")?;
+            let call = string_col(&b, "call_id")?;
+            let text = string_col(&b, "text")?;
+            let body = string_col(&b, "body")?;
+            for i in 0..b.num_rows() {
+                out.entry(mid.value(i).to_owned())
+                    .or_default()
+                    .push(PartView {
+                        ordinal: u32_at(&b, "ordinal", i)?,
+                        part_type: ty.value(i).to_owned(),
+                        tool_name: opt_str(tool, i),
+                        call_id: opt_str(call, i),
+                        is_error: bool_at(&b, "is_error", i)?,
+                        text: opt_str(text, i),
+                        body: opt_str(body, i),
+                    });
+            }
+        }
+    }
+    for parts in out.values_mut() {
+        parts.sort_by_key(|p| p.ordinal);
+    }
+    Ok(out)
+}
+
+/// Cut `s` to at most `max` bytes at a char boundary; returns the bytes left out.
+fn clip(s: &mut String, max: usize) -> usize {
+    if s.len() <= max {
+        return 0;
+    }
+    let cut = floor_char(s, max);
+    let omitted = s.len() - cut;
+    s.truncate(cut);
+    omitted
+}
+
+fn clipped(s: &str, max: usize) -> String {
+    let mut s = s.to_owned();
+    let omitted = clip(&mut s, max);
+    if omitted > 0 {
+        s.push_str(&format!(" … [{omitted} more bytes]"));
+    }
+    s
+}
+
+/// A message as text: every part, tool traffic summarised.
+fn render(entry: &Entry, parts: &[PartView], part_cap: usize) -> String {
+    if parts.is_empty() {
+        return entry.search_text.clone().unwrap_or_default();
+    }
+    let mut out = Vec::new();
+    for p in parts {
+        let tool = p.tool_name.as_deref().unwrap_or("?");
+        let s = match p.part_type.as_str() {
+            "text" => clipped(p.text.as_deref().unwrap_or_default(), part_cap),
+            "thinking" => format!(
+                "[thinking] {}",
+                clipped(p.text.as_deref().unwrap_or_default(), part_cap)
+            ),
+            "tool_call" => format!(
+                "[tool call: {tool}] {}",
+                clipped(p.body.as_deref().unwrap_or_default(), part_cap)
+            ),
+            "tool_result" => format!(
+                "[tool result: {tool}{}] {}",
+                if p.is_error == Some(true) {
+                    ", error"
+                } else {
+                    ""
+                },
+                clipped(p.text.as_deref().unwrap_or_default(), part_cap)
+            ),
+            "image" => format!("[image {}]", p.body.as_deref().unwrap_or_default()),
+            other => format!(
+                "[{other}] {}",
+                clipped(p.body.as_deref().unwrap_or_default(), part_cap)
+            ),
+        };
+        if !s.trim().is_empty() {
+            out.push(s);
+        }
+    }
+    out.join("\n")
+}
+
+fn view(
+    entry: &Entry,
+    position: usize,
+    text: String,
+    omitted: usize,
+    parts: Vec<PartView>,
+) -> MessageView {
+    MessageView {
+        id: entry.id.clone(),
+        position,
+        timestamp: entry.timestamp,
+        role: entry.role.clone(),
+        model: entry.model.clone(),
+        text,
+        omitted_bytes: omitted,
+        source_path: entry.source_path.clone(),
+        source_line: entry.source_line,
+        parts,
+    }
+}
+
+fn position_of(entries: &[Entry], id: &str, what: &str) -> Result<usize> {
+    entries.iter().position(|e| e.id == id).ok_or_else(|| {
+        StoreError::NotFound(format!(
+            "message {id:?} (given as {what}) is not in this session; pass an id from a previous page"
+        ))
+    })
+}
+
+/// One page of a session.
+pub async fn get_session(
+    store: &Store,
+    session_id: &str,
+    req: &PageRequest,
+) -> Result<SessionPage> {
+    if req.after.is_some() && req.before.is_some() {
+        return Err(StoreError::InvalidQuery(
+            "give either after or before, not both".into(),
+        ));
+    }
+    let limit = req.limit.clamp(1, 500);
+    let budget = if req.max_bytes == 0 {
+        DEFAULT_PAGE_BYTES
+    } else {
+        req.max_bytes
+    };
+    let session = session_info(store, session_id).await?;
+    let entries = session_entries(store, session_id).await?;
+    let total = entries.len();
+
+    // The window [lo, hi) before the byte budget is applied, and which end to fill from.
+    let (lo, hi, from_end) = match (&req.after, &req.before) {
+        (Some(a), _) => {
+            let p = position_of(&entries, a, "after")? + 1;
+            (p, (p + limit).min(total), false)
+        }
+        (_, Some(b)) => {
+            let p = position_of(&entries, b, "before")?;
+            (p.saturating_sub(limit), p, true)
+        }
+        _ if req.from == From::End => (total.saturating_sub(limit), total, true),
+        _ => (0, limit.min(total), false),
+    };
+    let ids: Vec<&str> = entries[lo..hi].iter().map(|e| e.id.as_str()).collect();
+    let mut parts = parts_of(store, session_id, &ids).await?;
+
+    // Fill from the anchored end until the budget is spent; the first message always fits
+    // (shortened if it must be).
+    let order: Vec<usize> = if from_end {
+        (lo..hi).rev().collect()
+    } else {
+        (lo..hi).collect()
+    };
+    let mut used = 0;
+    let mut shown = Vec::new();
+    for i in order {
+        let e = &entries[i];
+        let mut text = render(
+            e,
+            parts.remove(&e.id).as_deref().unwrap_or_default(),
+            PART_BYTES,
+        );
+        let cost = text.len() + 128;
+        if !shown.is_empty() && used + cost > budget {
+            break;
+        }
+        let omitted = clip(&mut text, budget.saturating_sub(128));
+        used += text.len() + 128;
+        shown.push(view(e, i, text, omitted, Vec::new()));
+    }
+    if from_end {
+        shown.reverse();
+    }
+    let first = shown.first().map_or(lo, |m| m.position);
+    let last = shown.last().map_or(lo, |m| m.position + 1);
+    Ok(SessionPage {
+        session,
+        total_messages: total,
+        more_before: (first > 0).then(|| entries[first].id.clone()),
+        more_after: (last < total).then(|| entries[last - 1].id.clone()),
+        messages: shown,
+    })
+}
+
+/// The session a message belongs to.
+async fn session_of(store: &Store, message_id: &str) -> Result<String> {
+    let ds = store.require(MESSAGES).await?;
+    let filter = format!("id = {}", sql_str(message_id));
+    for b in scan_all(&ds, &["session_id"], Some(&filter)).await? {
+        if b.num_rows() > 0 {
+            return Ok(string_col(&b, "session_id")?.value(0).to_owned());
+        }
+    }
+    Err(StoreError::NotFound(format!(
+        "no message with id {message_id:?}; message ids appear in search results and session pages"
+    )))
+}
+
+/// One message with all its parts, and up to `before`/`after` neighbours (rendered short).
+pub async fn get_message(
+    store: &Store,
+    message_id: &str,
+    before: usize,
+    after: usize,
+) -> Result<MessageContext> {
+    let (before, after) = (before.min(50), after.min(50));
+    let session_id = session_of(store, message_id).await?;
+    let session = session_info(store, &session_id).await?;
+    let entries = session_entries(store, &session_id).await?;
+    let pos = position_of(&entries, message_id, "id")?;
+    let lo = pos.saturating_sub(before);
+    let hi = (pos + 1 + after).min(entries.len());
+    let ids: Vec<&str> = entries[lo..hi].iter().map(|e| e.id.as_str()).collect();
+    let mut parts = parts_of(store, &session_id, &ids).await?;
+    let neighbour = |i: usize, parts: &mut HashMap<String, Vec<PartView>>| {
+        let e = &entries[i];
+        let mut text = render(e, parts.remove(&e.id).as_deref().unwrap_or_default(), 2048);
+        let omitted = clip(&mut text, 2048);
+        view(e, i, text, omitted, Vec::new())
+    };
+    let before_views: Vec<_> = (lo..pos).map(|i| neighbour(i, &mut parts)).collect();
+    let after_views: Vec<_> = (pos + 1..hi).map(|i| neighbour(i, &mut parts)).collect();
+    let target = &entries[pos];
+    let mut target_parts = parts.remove(&target.id).unwrap_or_default();
+    let text = render(target, &target_parts, PART_BYTES);
+    for p in &mut target_parts {
+        for field in [&mut p.text, &mut p.body].into_iter().flatten() {
+            let omitted = clip(field, PART_BYTES);
+            if omitted > 0 {
+                field.push_str(&format!(
+                    " … [{omitted} more bytes; the raw record is in SQL: records]"
+                ));
+            }
+        }
+    }
+    Ok(MessageContext {
+        session,
+        total_messages: entries.len(),
+        before: before_views,
+        message: view(target, pos, text, 0, target_parts),
+        after: after_views,
+    })
+}

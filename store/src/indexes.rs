@@ -1,0 +1,97 @@
+//! Index maintenance: the BM25 inverted index on `messages.search_text`, and scalar
+//! (B-tree) indexes on the columns that get and filters look up by.
+
+use lance::index::DatasetIndexExt;
+use lance_index::optimize::OptimizeOptions;
+use lance_index::scalar::{InvertedIndexParams, ScalarIndexParams};
+use lance_index::IndexType;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::schema::MESSAGES;
+use crate::store::Store;
+
+pub const FTS_INDEX: &str = "search_text_fts";
+const SCALAR_INDEXES: [(&str, &str); 3] = [
+    ("id", "messages_id_btree"),
+    ("session_id", "messages_session_btree"),
+    ("timestamp", "messages_timestamp_btree"),
+];
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct IndexReport {
+    pub created: usize,
+    pub updated: bool,
+    /// Searchable rows not covered by the full-text index (still found, by a flat scan).
+    pub unindexed_rows: usize,
+}
+
+/// The tokenizer pond indexes with: words, lowercased, English stemming, stop words
+/// removed, accents folded to ASCII.
+pub fn fts_params() -> InvertedIndexParams {
+    InvertedIndexParams::default()
+        .lower_case(true)
+        .stem(true)
+        .remove_stop_words(true)
+        .ascii_folding(true)
+}
+
+/// Create missing indexes and, when `appended`, fold newly written rows into existing ones.
+pub async fn ensure_indexes(store: &Store, appended: bool) -> Result<IndexReport> {
+    let mut report = IndexReport::default();
+    let Some(mut ds) = store.dataset(MESSAGES).await? else {
+        return Ok(report);
+    };
+    let existing: Vec<String> = ds
+        .load_indices()
+        .await?
+        .iter()
+        .map(|i| i.name.clone())
+        .collect();
+    let has = |n: &str| existing.iter().any(|e| e == n);
+    let mut stale = false;
+    if !has(FTS_INDEX) {
+        ds.create_index(
+            &["search_text"],
+            IndexType::Inverted,
+            Some(FTS_INDEX.into()),
+            &fts_params(),
+            true,
+        )
+        .await?;
+        report.created += 1;
+    } else {
+        stale = appended;
+    }
+    for (col, name) in SCALAR_INDEXES {
+        if !has(name) {
+            ds.create_index(
+                &[col],
+                IndexType::BTree,
+                Some(name.into()),
+                &ScalarIndexParams::default(),
+                true,
+            )
+            .await?;
+            report.created += 1;
+        } else {
+            stale |= appended;
+        }
+    }
+    if stale {
+        ds.optimize_indices(&OptimizeOptions::append()).await?;
+        report.updated = true;
+    }
+    report.unindexed_rows = unindexed_rows(&ds).await?;
+    Ok(report)
+}
+
+/// Rows of `messages` that the full-text index does not cover yet.
+pub async fn unindexed_rows(ds: &lance::Dataset) -> Result<usize> {
+    let stats = ds.index_statistics(FTS_INDEX).await;
+    let Ok(stats) = stats else { return Ok(0) };
+    let v: serde_json::Value = serde_json::from_str(&stats)?;
+    Ok(v.get("num_unindexed_rows")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0) as usize)
+}

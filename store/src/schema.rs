@@ -1,0 +1,215 @@
+//! The Arrow schemas of pond's Lance datasets, and row <-> batch conversion.
+//!
+//! | dataset    | one row per                | key                         |
+//! |------------|----------------------------|-----------------------------|
+//! | `sessions` | session (source file)      | `id`                        |
+//! | `messages` | message                    | `id`                        |
+//! | `parts`    | content block of a message | `message_id`, `ordinal`     |
+//! | `records`  | source line, verbatim      | `source_path`, `line`       |
+//! | `files`    | source file's ingest state | `path`                      |
+
+use std::sync::{Arc, LazyLock};
+
+use arrow_array::builder::{
+    BooleanBuilder, StringBuilder, TimestampMillisecondBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use pond_ingest::{MessageRow, PartRow, RecordRow, SessionRow};
+
+use crate::error::Result;
+
+pub const SESSIONS: &str = "sessions";
+pub const MESSAGES: &str = "messages";
+pub const PARTS: &str = "parts";
+pub const RECORDS: &str = "records";
+pub const FILES: &str = "files";
+/// Every dataset, in the order a sync writes them.
+pub const ALL_TABLES: [&str; 5] = [MESSAGES, PARTS, RECORDS, SESSIONS, FILES];
+
+fn ts() -> DataType {
+    DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+}
+
+fn utf8(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable)
+}
+
+pub static SESSIONS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        utf8("id", false),
+        utf8("parent_session_id", true),
+        utf8("source_agent", false),
+        utf8("project", true),
+        Field::new("created_at", ts(), true),
+        Field::new("updated_at", ts(), true),
+        utf8("title", true),
+        utf8("source_path", false),
+        utf8("header", true),
+    ]))
+});
+
+pub static MESSAGES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        utf8("session_id", false),
+        utf8("id", false),
+        Field::new("timestamp", ts(), false),
+        utf8("role", false),
+        utf8("source_agent", false),
+        utf8("project", true),
+        utf8("search_text", true),
+        utf8("model", true),
+        utf8("source_path", false),
+        Field::new("source_line", DataType::UInt64, false),
+    ]))
+});
+
+pub static PARTS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        utf8("session_id", false),
+        utf8("message_id", false),
+        Field::new("ordinal", DataType::UInt32, false),
+        utf8("part_type", false),
+        utf8("tool_name", true),
+        utf8("call_id", true),
+        Field::new("is_error", DataType::Boolean, true),
+        utf8("text", true),
+        utf8("body", true),
+    ]))
+});
+
+pub static RECORDS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        utf8("source_path", false),
+        Field::new("line", DataType::UInt64, false),
+        Field::new("byte_offset", DataType::UInt64, false),
+        utf8("session_id", true),
+        utf8("record_type", true),
+        utf8("raw", false),
+    ]))
+});
+
+pub static FILES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        utf8("path", false),
+        // The whole cursor as JSON: it is read and written only by the sync job.
+        utf8("cursor", false),
+        Field::new("synced_at", ts(), false),
+    ]))
+});
+
+fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_new(schema.clone(), cols)?)
+}
+
+fn strings<'a>(it: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    let mut b = StringBuilder::new();
+    for v in it {
+        b.append_option(v);
+    }
+    Arc::new(b.finish())
+}
+
+fn timestamps(it: impl Iterator<Item = Option<i64>>) -> ArrayRef {
+    let mut b = TimestampMillisecondBuilder::new().with_timezone("UTC");
+    for v in it {
+        b.append_option(v);
+    }
+    Arc::new(b.finish())
+}
+
+fn u64s(it: impl Iterator<Item = u64>) -> ArrayRef {
+    let mut b = UInt64Builder::new();
+    for v in it {
+        b.append_value(v);
+    }
+    Arc::new(b.finish())
+}
+
+pub fn sessions_batch(rows: &[SessionRow]) -> Result<RecordBatch> {
+    batch(
+        &SESSIONS_SCHEMA,
+        vec![
+            strings(rows.iter().map(|r| Some(r.id.as_str()))),
+            strings(rows.iter().map(|r| r.parent_id.as_deref())),
+            strings(rows.iter().map(|r| Some(r.source_agent.as_str()))),
+            strings(rows.iter().map(|r| r.project.as_deref())),
+            timestamps(rows.iter().map(|r| r.created_at)),
+            timestamps(rows.iter().map(|r| r.updated_at)),
+            strings(rows.iter().map(|r| r.title.as_deref())),
+            strings(rows.iter().map(|r| Some(r.source_path.as_str()))),
+            strings(rows.iter().map(|r| r.header.as_deref())),
+        ],
+    )
+}
+
+pub fn messages_batch(rows: &[&MessageRow]) -> Result<RecordBatch> {
+    batch(
+        &MESSAGES_SCHEMA,
+        vec![
+            strings(rows.iter().map(|r| Some(r.session_id.as_str()))),
+            strings(rows.iter().map(|r| Some(r.id.as_str()))),
+            timestamps(rows.iter().map(|r| Some(r.timestamp))),
+            strings(rows.iter().map(|r| Some(r.role.as_str()))),
+            strings(rows.iter().map(|r| Some(r.source_agent.as_str()))),
+            strings(rows.iter().map(|r| r.project.as_deref())),
+            strings(rows.iter().map(|r| r.search_text.as_deref())),
+            strings(rows.iter().map(|r| r.model.as_deref())),
+            strings(rows.iter().map(|r| Some(r.source_path.as_str()))),
+            u64s(rows.iter().map(|r| r.source_line)),
+        ],
+    )
+}
+
+pub fn parts_batch(rows: &[&PartRow]) -> Result<RecordBatch> {
+    let mut ordinal = UInt32Builder::new();
+    let mut is_error = BooleanBuilder::new();
+    for r in rows {
+        ordinal.append_value(r.ordinal);
+        is_error.append_option(r.is_error);
+    }
+    batch(
+        &PARTS_SCHEMA,
+        vec![
+            strings(rows.iter().map(|r| Some(r.session_id.as_str()))),
+            strings(rows.iter().map(|r| Some(r.message_id.as_str()))),
+            Arc::new(ordinal.finish()),
+            strings(rows.iter().map(|r| Some(r.part_type.as_str()))),
+            strings(rows.iter().map(|r| r.tool_name.as_deref())),
+            strings(rows.iter().map(|r| r.call_id.as_deref())),
+            Arc::new(is_error.finish()),
+            strings(rows.iter().map(|r| r.text.as_deref())),
+            strings(rows.iter().map(|r| r.body.as_deref())),
+        ],
+    )
+}
+
+pub fn records_batch(rows: &[&RecordRow]) -> Result<RecordBatch> {
+    batch(
+        &RECORDS_SCHEMA,
+        vec![
+            strings(rows.iter().map(|r| Some(r.source_path.as_str()))),
+            u64s(rows.iter().map(|r| r.line)),
+            u64s(rows.iter().map(|r| r.byte_offset)),
+            strings(rows.iter().map(|r| r.session_id.as_deref())),
+            strings(rows.iter().map(|r| r.record_type.as_deref())),
+            strings(rows.iter().map(|r| Some(r.raw.as_str()))),
+        ],
+    )
+}
+
+pub fn files_batch(rows: &[(String, String)], synced_at: i64) -> Result<RecordBatch> {
+    batch(
+        &FILES_SCHEMA,
+        vec![
+            strings(rows.iter().map(|r| Some(r.0.as_str()))),
+            strings(rows.iter().map(|r| Some(r.1.as_str()))),
+            timestamps(rows.iter().map(|_| Some(synced_at))),
+        ],
+    )
+}
+
+/// Quote a string as a SQL literal for Lance filters.
+pub fn sql_str(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}

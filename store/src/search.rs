@@ -1,0 +1,385 @@
+//! Full-text search: BM25 over `messages.search_text`, filtered, grouped by session, with a
+//! window of text around the match.
+
+use std::collections::HashMap;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
+use lance_index::scalar::FullTextSearchQuery;
+use serde::Serialize;
+
+use crate::error::{Result, StoreError};
+use crate::read::{opt_str, session_rows, string_col, ts_at};
+use crate::schema::{sql_str, MESSAGES, SESSIONS};
+use crate::store::Store;
+
+pub const MAX_LIMIT: usize = 200;
+
+/// Restrictions shared by every search mode.
+#[derive(Debug, Clone, Default)]
+pub struct SearchFilters {
+    /// Substring of the project path (`shop` matches `/home/a/shop`).
+    pub project: Option<String>,
+    pub session_id: Option<String>,
+    /// `claude-code`, `codex`, `claude-code/subagent`; `claude-code` also matches subagents.
+    pub source_agent: Option<String>,
+    pub role: Option<String>,
+    /// Inclusive lower bound, epoch ms.
+    pub from: Option<i64>,
+    /// Exclusive upper bound, epoch ms.
+    pub to: Option<i64>,
+}
+
+impl SearchFilters {
+    /// The Lance filter expression, or `None` when nothing is restricted.
+    pub fn to_sql(&self) -> Result<Option<String>> {
+        let mut parts = Vec::new();
+        if let Some(p) = &self.project {
+            let escaped = p
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            parts.push(format!(
+                "project LIKE {} ESCAPE '\\'",
+                sql_str(&format!("%{escaped}%"))
+            ));
+        }
+        if let Some(s) = &self.session_id {
+            parts.push(format!("session_id = {}", sql_str(s)));
+        }
+        if let Some(a) = &self.source_agent {
+            match a.as_str() {
+                "claude-code" | "claude" => parts.push("source_agent LIKE 'claude-code%'".into()),
+                "codex" | "claude-code/subagent" => {
+                    parts.push(format!("source_agent = {}", sql_str(a)))
+                }
+                other => {
+                    return Err(StoreError::InvalidQuery(format!(
+                        "unknown agent {other:?}: use claude-code, claude-code/subagent or codex"
+                    )))
+                }
+            }
+        }
+        if let Some(r) = &self.role {
+            if pond_ingest::Role::parse(r).is_none() {
+                return Err(StoreError::InvalidQuery(format!(
+                    "unknown role {r:?}: use user, assistant, system or tool"
+                )));
+            }
+            parts.push(format!("role = {}", sql_str(r)));
+        }
+        if let Some(f) = self.from {
+            parts.push(format!("timestamp >= {}", ts_literal(f)));
+        }
+        if let Some(t) = self.to {
+            parts.push(format!("timestamp < {}", ts_literal(t)));
+        }
+        Ok((!parts.is_empty()).then(|| parts.join(" AND ")))
+    }
+}
+
+fn ts_literal(ms: i64) -> String {
+    let t = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
+    format!("TIMESTAMP '{}'", t.format("%Y-%m-%d %H:%M:%S%.3f"))
+}
+
+/// `2026-03-01`, `2026-03-01T10:00:00Z` or any RFC 3339 time, to epoch ms.
+pub fn parse_date(s: &str) -> Result<i64> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.timestamp_millis());
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return Ok(d
+            .and_hms_opt(0, 0, 0)
+            .expect("midnight")
+            .and_utc()
+            .timestamp_millis());
+    }
+    Err(StoreError::InvalidQuery(format!(
+        "cannot read date {s:?}: use YYYY-MM-DD or an RFC 3339 time like 2026-03-01T10:00:00Z"
+    )))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SortBy {
+    #[default]
+    Relevance,
+    Recency,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub query: String,
+    pub filters: SearchFilters,
+    pub sort: SortBy,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchHit {
+    pub score: f32,
+    pub session_id: String,
+    pub message_id: String,
+    pub role: String,
+    pub timestamp: i64,
+    pub project: Option<String>,
+    pub source_agent: String,
+    pub snippet: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionHits {
+    pub session_id: String,
+    pub title: Option<String>,
+    pub project: Option<String>,
+    pub source_agent: String,
+    pub best_score: f32,
+    pub hits: Vec<SearchHit>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResults {
+    pub query: String,
+    pub sort: SortBy,
+    pub sessions: Vec<SessionHits>,
+    pub hits: usize,
+    /// Searchable messages that passed the filters.
+    pub in_scope: usize,
+}
+
+/// Run a full-text query.
+pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults> {
+    let query = req.query.trim();
+    if query.is_empty() {
+        return Err(StoreError::InvalidQuery(
+            "the query is empty: give the words to look for".into(),
+        ));
+    }
+    if req.limit == 0 || req.limit > MAX_LIMIT {
+        return Err(StoreError::InvalidQuery(format!(
+            "limit must be between 1 and {MAX_LIMIT}"
+        )));
+    }
+    let ds = store.require(MESSAGES).await?;
+    let filter = req.filters.to_sql()?;
+    let scope_filter = match &filter {
+        Some(f) => format!("search_text IS NOT NULL AND {f}"),
+        None => "search_text IS NOT NULL".to_owned(),
+    };
+    let in_scope = ds.count_rows(Some(scope_filter)).await?;
+    // Recency re-sorts a larger pool of the best matches by time.
+    let pool = match req.sort {
+        SortBy::Relevance => req.limit,
+        SortBy::Recency => (req.limit * 20).max(500),
+    };
+    let fts = FullTextSearchQuery::new(query.to_owned())
+        .with_column("search_text".into())?
+        .limit(Some(pool as i64));
+    let mut scan = ds.scan();
+    scan.full_text_search(fts)?
+        .project(&[
+            "session_id",
+            "id",
+            "role",
+            "timestamp",
+            "project",
+            "source_agent",
+            "search_text",
+            "_score",
+        ])?
+        .prefilter(true)
+        .limit(Some(pool as i64), None)?;
+    if let Some(f) = &filter {
+        scan.filter(f)?;
+    }
+    let batches: Vec<_> = futures::TryStreamExt::try_collect(scan.try_into_stream().await?).await?;
+    let terms = query_terms(query);
+    let mut hits = Vec::new();
+    for b in &batches {
+        let session = string_col(b, "session_id")?;
+        let id = string_col(b, "id")?;
+        let role = string_col(b, "role")?;
+        let project = string_col(b, "project")?;
+        let agent = string_col(b, "source_agent")?;
+        let text = string_col(b, "search_text")?;
+        let score = b
+            .column_by_name("_score")
+            .and_then(|c| c.as_primitive_opt::<Float32Type>())
+            .ok_or_else(|| StoreError::NotFound("no _score column in full-text results".into()))?;
+        for i in 0..b.num_rows() {
+            hits.push(SearchHit {
+                score: score.value(i),
+                session_id: session.value(i).to_owned(),
+                message_id: id.value(i).to_owned(),
+                role: role.value(i).to_owned(),
+                timestamp: ts_at(b, "timestamp", i)?.unwrap_or_default(),
+                project: opt_str(project, i),
+                source_agent: agent.value(i).to_owned(),
+                snippet: snippet(text.value(i), &terms, 240),
+            });
+        }
+    }
+    match req.sort {
+        SortBy::Relevance => hits.sort_by(|a, b| b.score.total_cmp(&a.score)),
+        SortBy::Recency => hits.sort_by(|a, b| b.timestamp.cmp(&a.timestamp)),
+    }
+    hits.truncate(req.limit);
+    let total = hits.len();
+    let sessions = group(store, hits).await?;
+    Ok(SearchResults {
+        query: query.to_owned(),
+        sort: req.sort,
+        sessions,
+        hits: total,
+        in_scope,
+    })
+}
+
+/// Group hits by session, keeping the order of each session's first (best) hit.
+async fn group(store: &Store, hits: Vec<SearchHit>) -> Result<Vec<SessionHits>> {
+    let mut order: Vec<SessionHits> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for h in hits {
+        let i = *index.entry(h.session_id.clone()).or_insert_with(|| {
+            order.push(SessionHits {
+                session_id: h.session_id.clone(),
+                title: None,
+                project: h.project.clone(),
+                source_agent: h.source_agent.clone(),
+                best_score: h.score,
+                hits: Vec::new(),
+            });
+            order.len() - 1
+        });
+        order[i].best_score = order[i].best_score.max(h.score);
+        order[i].hits.push(h);
+    }
+    if !order.is_empty() {
+        if let Some(ds) = store.dataset(SESSIONS).await? {
+            let ids: Vec<String> = order.iter().map(|s| sql_str(&s.session_id)).collect();
+            let filter = format!("id IN ({})", ids.join(","));
+            for row in session_rows(&ds, Some(&filter)).await? {
+                if let Some(&i) = index.get(&row.id) {
+                    order[i].title = row.title;
+                }
+            }
+        }
+    }
+    Ok(order)
+}
+
+/// Lowercased words of the query, for locating the match in a hit's text.
+fn query_terms(q: &str) -> Vec<String> {
+    q.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// About `width` bytes of `text` around the first query term (matched by its first five
+/// characters, so stemmed forms are found), on one line, cut at char boundaries.
+pub fn snippet(text: &str, terms: &[String], width: usize) -> String {
+    let lower = text.to_lowercase();
+    // Lowercasing can change byte lengths; only trust positions when it did not.
+    let pos = if lower.len() == text.len() {
+        terms
+            .iter()
+            .filter_map(|t| {
+                let stem: String = t.chars().take(5).collect();
+                lower.find(&stem)
+            })
+            .min()
+    } else {
+        None
+    };
+    let start = pos.map_or(0, |p| p.saturating_sub(width / 3));
+    let mut s = floor_char(text, start);
+    let mut e = floor_char(text, (s + width).min(text.len()));
+    // Prefer starting at a word boundary.
+    if s > 0 {
+        if let Some(sp) = text[s..e].find(char::is_whitespace) {
+            if sp < width / 4 {
+                s += sp + 1;
+            }
+        }
+    }
+    if e < s {
+        e = s;
+    }
+    let mut out = String::new();
+    if s > 0 {
+        out.push('…');
+    }
+    out.extend(
+        text[s..e]
+            .split_whitespace()
+            .flat_map(|w| [w, " "])
+            .collect::<String>()
+            .trim_end()
+            .chars(),
+    );
+    if e < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+pub(crate) fn floor_char(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippet_centres_on_the_match() {
+        let text = format!(
+            "{} the parser fails on CRLF input {}",
+            "a ".repeat(300),
+            "b ".repeat(300)
+        );
+        let s = snippet(&text, &["crlf".into()], 80);
+        assert!(s.contains("CRLF"), "{s}");
+        assert!(s.starts_with('…') && s.ends_with('…'));
+        assert!(s.len() < 100);
+    }
+
+    #[test]
+    fn snippet_handles_unicode_and_short_text() {
+        assert_eq!(
+            snippet("héllo wörld", &["wörld".into()], 240),
+            "héllo wörld"
+        );
+        let s = snippet(&"日本語のテキスト".repeat(50), &["テキスト".into()], 30);
+        assert!(!s.is_empty());
+    }
+
+    #[test]
+    fn filters_escape_and_validate() {
+        let f = SearchFilters {
+            project: Some("o'neil_50%".into()),
+            role: Some("user".into()),
+            from: Some(0),
+            ..Default::default()
+        };
+        let sql = f.to_sql().unwrap().unwrap();
+        assert!(sql.contains("'%o''neil\\_50\\%%'"), "{sql}");
+        assert!(sql.contains("TIMESTAMP '1970-01-01 00:00:00.000'"));
+        let bad = SearchFilters {
+            role: Some("robot".into()),
+            ..Default::default()
+        };
+        assert!(bad.to_sql().is_err());
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_date("1970-01-02").unwrap(), 86_400_000);
+        assert!(parse_date("tomorrow").is_err());
+    }
+}

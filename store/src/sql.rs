@@ -1,0 +1,261 @@
+//! Read-only SQL over the store's datasets with DataFusion.
+//!
+//! One `SELECT` (or `WITH ... SELECT`) statement; DDL, DML, `COPY`, `SET` and multiple
+//! statements are refused before planning, and DataFusion's own read-only options refuse
+//! anything that slips through. Results are capped by rows and bytes; the query by a timeout
+//! and a memory pool. In the long-lived front this runs in the `sql` worker, which can be
+//! killed: a timeout in this function stops a query that yields, not one that does not.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+use datafusion::sql::parser::{DFParser, Statement as DfStatement};
+use datafusion::sql::sqlparser::ast::Statement;
+use futures::StreamExt;
+use lance::datafusion::LanceTableProvider;
+use serde::Serialize;
+
+use crate::error::{Result, StoreError};
+use crate::schema::{FILES, MESSAGES, PARTS, RECORDS, SESSIONS};
+use crate::store::Store;
+
+#[derive(Debug, Clone, Copy)]
+pub struct SqlLimits {
+    pub max_rows: usize,
+    pub max_bytes: usize,
+    pub timeout: Duration,
+    /// DataFusion memory pool; sorts and joins past it fail instead of growing.
+    pub memory_bytes: usize,
+}
+
+impl Default for SqlLimits {
+    fn default() -> Self {
+        SqlLimits {
+            max_rows: 200,
+            max_bytes: 256 * 1024,
+            timeout: Duration::from_secs(30),
+            memory_bytes: 512 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SqlResult {
+    pub batches: Vec<RecordBatch>,
+    pub rows: usize,
+    /// Why the result stops early, if it does.
+    pub truncated: Option<String>,
+    pub elapsed: Duration,
+}
+
+/// Refuse anything but one read-only query.
+pub fn check_read_only(sql: &str) -> Result<()> {
+    let statements = DFParser::parse_sql(sql)
+        .map_err(|e| StoreError::InvalidQuery(format!("cannot parse the query: {e}")))?;
+    match statements.len() {
+        0 => return Err(StoreError::InvalidQuery("the query is empty".into())),
+        1 => {}
+        n => {
+            return Err(StoreError::InvalidQuery(format!(
+                "{n} statements given; send one SELECT at a time"
+            )))
+        }
+    }
+    match &statements[0] {
+        DfStatement::Statement(s) if matches!(**s, Statement::Query(_)) => Ok(()),
+        other => {
+            let shown = other.to_string();
+            let verb = shown.split_whitespace().next().unwrap_or("this statement");
+            Err(StoreError::InvalidQuery(format!(
+                "only read-only SELECT/WITH queries are allowed; {verb} is refused (the archive is never changed through SQL)"
+            )))
+        }
+    }
+}
+
+/// The tables a query can name, and what each holds.
+pub const TABLES: [(&str, &str); 5] = [
+    (SESSIONS, "one row per session: id, parent_session_id, source_agent, project, created_at, updated_at, title, source_path, header"),
+    (MESSAGES, "one row per message: session_id, id, timestamp, role, source_agent, project, search_text, model, source_path, source_line"),
+    (PARTS, "content blocks: session_id, message_id, ordinal, part_type, tool_name, call_id, is_error, text, body"),
+    (RECORDS, "every source line verbatim: source_path, line, byte_offset, session_id, record_type, raw"),
+    (FILES, "ingest state per source file: path, cursor (JSON), synced_at"),
+];
+
+pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlResult> {
+    check_read_only(sql)?;
+    let started = Instant::now();
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(limits.memory_bytes, 1.0)
+        .build_arc()?;
+    let config = SessionConfig::new().with_batch_size(1024);
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    for (name, _) in TABLES {
+        if let Some(ds) = store.dataset(name).await? {
+            ctx.register_table(
+                name,
+                Arc::new(LanceTableProvider::new(Arc::new(ds), false, false)),
+            )?;
+        }
+    }
+    let options = SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false);
+    let run = async {
+        let df = ctx.sql_with_options(sql, options).await?;
+        let mut stream = df.execute_stream().await?;
+        let mut batches = Vec::new();
+        let (mut rows, mut bytes) = (0usize, 0usize);
+        let mut truncated = None;
+        while let Some(b) = stream.next().await {
+            let b = b?;
+            let take = b.num_rows().min(limits.max_rows - rows);
+            let b = b.slice(0, take);
+            bytes += b.get_array_memory_size();
+            rows += take;
+            batches.push(b);
+            if rows >= limits.max_rows {
+                truncated = Some(format!(
+                    "stopped at the row cap ({} rows); add LIMIT/OFFSET or raise max_rows",
+                    limits.max_rows
+                ));
+                break;
+            }
+            if bytes >= limits.max_bytes {
+                truncated = Some(format!(
+                    "stopped at the byte cap ({} bytes); select fewer or shorter columns",
+                    limits.max_bytes
+                ));
+                break;
+            }
+        }
+        Ok::<_, StoreError>((batches, rows, truncated))
+    };
+    let (batches, rows, truncated) = tokio::time::timeout(limits.timeout, run)
+        .await
+        .map_err(|_| StoreError::Timeout(limits.timeout.as_secs()))??;
+    Ok(SqlResult {
+        batches,
+        rows,
+        truncated,
+        elapsed: started.elapsed(),
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqlFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+/// Longest cell shown in the text table.
+const CELL_CHARS: usize = 200;
+
+/// Render a result; the text table shortens long cells (JSON and CSV keep them whole).
+pub fn render(result: &SqlResult, format: SqlFormat) -> Result<String> {
+    match format {
+        SqlFormat::Table => {
+            let opts = arrow_cast::display::FormatOptions::default().with_null("NULL");
+            let shortened: Vec<RecordBatch> = result
+                .batches
+                .iter()
+                .map(|b| shorten_cells(b, CELL_CHARS))
+                .collect::<Result<_>>()?;
+            Ok(
+                arrow_cast::pretty::pretty_format_batches_with_options(&shortened, &opts)?
+                    .to_string(),
+            )
+        }
+        SqlFormat::Json => {
+            let mut w = arrow_json::ArrayWriter::new(Vec::new());
+            for b in &result.batches {
+                w.write(b)?;
+            }
+            w.finish()?;
+            let out = w.into_inner();
+            Ok(if out.is_empty() {
+                "[]".into()
+            } else {
+                String::from_utf8_lossy(&out).into_owned()
+            })
+        }
+        SqlFormat::Csv => {
+            let mut w = arrow_csv::WriterBuilder::new()
+                .with_header(true)
+                .build(Vec::new());
+            for b in &result.batches {
+                w.write(b)?;
+            }
+            Ok(String::from_utf8_lossy(&w.into_inner()).into_owned())
+        }
+    }
+}
+
+fn shorten_cells(b: &RecordBatch, max_chars: usize) -> Result<RecordBatch> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::{Array, ArrayRef, StringArray};
+    let cols: Vec<ArrayRef> = b
+        .columns()
+        .iter()
+        .map(|c| match c.as_string_opt::<i32>() {
+            Some(s) => Arc::new(
+                s.iter()
+                    .map(|v| {
+                        v.map(|v| {
+                            let one_line = v.replace('\n', "⏎");
+                            if one_line.chars().count() > max_chars {
+                                let mut t: String = one_line.chars().take(max_chars).collect();
+                                t.push('…');
+                                t
+                            } else {
+                                one_line
+                            }
+                        })
+                    })
+                    .collect::<StringArray>(),
+            ) as ArrayRef,
+            None => c.clone(),
+        })
+        .collect();
+    let fields: Vec<_> = b
+        .schema()
+        .fields()
+        .iter()
+        .zip(&cols)
+        .map(|(f, c)| f.as_ref().clone().with_data_type(c.data_type().clone()))
+        .collect();
+    Ok(RecordBatch::try_new(
+        Arc::new(arrow_schema::Schema::new(fields)),
+        cols,
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_gate() {
+        assert!(check_read_only("SELECT 1").is_ok());
+        assert!(check_read_only("with t as (select 1 as x) select x from t").is_ok());
+        for bad in [
+            "DELETE FROM messages",
+            "DROP TABLE messages",
+            "INSERT INTO messages VALUES (1)",
+            "CREATE TABLE x AS SELECT 1",
+            "SELECT 1; SELECT 2",
+            "COPY messages TO '/tmp/x'",
+            "SET datafusion.execution.batch_size = 1",
+            "",
+            "SELEC oops",
+        ] {
+            assert!(check_read_only(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Opening a store: its directory, its Lance session with capped caches, its datasets, and
+//! the per-store lock that keeps two writers apart.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::RecordBatchIterator;
+use lance::dataset::builder::DatasetBuilder;
+use lance::dataset::{WriteMode, WriteParams};
+use lance::io::ObjectStoreRegistry;
+use lance::session::Session;
+use lance::Dataset;
+use serde::Serialize;
+
+use crate::error::{Result, StoreError};
+use crate::schema::{FILES, MESSAGES, PARTS, RECORDS, SESSIONS};
+
+/// Cache caps of the store's Lance session. Lance's own defaults are GiB-sized; pond's
+/// long-lived front must hold a small, known amount.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreConfig {
+    pub index_cache_bytes: usize,
+    pub metadata_cache_bytes: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            index_cache_bytes: 128 << 20,
+            metadata_cache_bytes: 32 << 20,
+        }
+    }
+}
+
+pub struct Store {
+    root: PathBuf,
+    session: Arc<Session>,
+    config: StoreConfig,
+}
+
+/// Rows per dataset, for summaries and status.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StoreCounts {
+    pub sessions: usize,
+    pub messages: usize,
+    pub searchable_messages: usize,
+    pub parts: usize,
+    pub records: usize,
+    pub files: usize,
+}
+
+/// Held while a sync or rebuild writes; released on drop (and by the OS if the process dies).
+pub struct StoreLock {
+    _file: File,
+}
+
+impl Store {
+    /// Open (creating the directory if needed) the store at `root`.
+    pub fn open(root: &Path, config: StoreConfig) -> Result<Store> {
+        std::fs::create_dir_all(root)?;
+        let session = Arc::new(Session::new(
+            config.index_cache_bytes,
+            config.metadata_cache_bytes,
+            Arc::new(ObjectStoreRegistry::default()),
+        ));
+        Ok(Store {
+            root: root.to_path_buf(),
+            session,
+            config,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn config(&self) -> StoreConfig {
+        self.config
+    }
+
+    pub fn session(&self) -> Arc<Session> {
+        self.session.clone()
+    }
+
+    pub(crate) fn table_path(&self, name: &str) -> PathBuf {
+        self.root.join(format!("{name}.lance"))
+    }
+
+    pub(crate) fn uri(&self, name: &str) -> String {
+        self.table_path(name).to_string_lossy().into_owned()
+    }
+
+    pub(crate) fn exists(&self, name: &str) -> bool {
+        self.table_path(name).join("_versions").is_dir()
+    }
+
+    /// The latest version of a dataset, or `None` if nothing was ever written to it.
+    pub async fn dataset(&self, name: &str) -> Result<Option<Dataset>> {
+        if !self.exists(name) {
+            return Ok(None);
+        }
+        let ds = DatasetBuilder::from_uri(self.uri(name))
+            .with_session(self.session.clone())
+            .load()
+            .await?;
+        Ok(Some(ds))
+    }
+
+    /// A dataset that must exist for a query to make sense.
+    pub async fn require(&self, name: &str) -> Result<Dataset> {
+        self.dataset(name).await?.ok_or_else(|| {
+            StoreError::NotFound(format!(
+                "the store at {} has no {name} yet; run `pond sync` first",
+                self.root.display()
+            ))
+        })
+    }
+
+    /// Append one batch (creating the dataset on first write).
+    pub(crate) async fn append(&self, name: &str, batch: arrow_array::RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let schema = batch.schema();
+        let mode = if self.exists(name) {
+            WriteMode::Append
+        } else {
+            WriteMode::Create
+        };
+        let params = WriteParams {
+            mode,
+            enable_stable_row_ids: true,
+            session: Some(self.session.clone()),
+            ..WriteParams::default()
+        };
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+        Dataset::write(reader, self.uri(name).as_str(), Some(params)).await?;
+        Ok(())
+    }
+
+    /// Take the store's writer lock without waiting.
+    pub fn lock(&self) -> Result<StoreLock> {
+        let path = self.root.join("pond.lock");
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(StoreLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                Err(StoreError::Locked(path.display().to_string()))
+            }
+            Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+        }
+    }
+
+    pub async fn counts(&self) -> Result<StoreCounts> {
+        let count = |name: &'static str, filter: Option<&'static str>| async move {
+            Ok::<usize, StoreError>(match self.dataset(name).await? {
+                Some(ds) => ds.count_rows(filter.map(str::to_owned)).await?,
+                None => 0,
+            })
+        };
+        Ok(StoreCounts {
+            sessions: count(SESSIONS, None).await?,
+            messages: count(MESSAGES, None).await?,
+            searchable_messages: count(MESSAGES, Some("search_text IS NOT NULL")).await?,
+            parts: count(PARTS, None).await?,
+            records: count(RECORDS, None).await?,
+            files: count(FILES, None).await?,
+        })
+    }
+}

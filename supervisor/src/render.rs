@@ -1,0 +1,269 @@
+//! Every answer as bounded text: the same renderings serve the CLI and MCP tool results.
+//!
+//! Each rendering ends with a totals line and, where there is more, a hint saying how to
+//! get it. Budgets are bytes of output; nothing here allocates beyond its budget's order.
+
+use std::fmt::Write;
+
+use pond_protocol::sync::SyncReport;
+use pond_store::get::{MessageContext, MessageView, SessionInfo, SessionPage};
+use pond_store::search::SearchResults;
+use pond_store::sql::SqlResult;
+use pond_store::StoreCounts;
+
+pub fn time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+fn indent(text: &str, pad: &str) -> String {
+    text.lines()
+        .map(|l| format!("{pad}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn search(r: &SearchResults) -> String {
+    let mut out = String::new();
+    if r.hits == 0 {
+        let _ = writeln!(
+            out,
+            "No matches for {:?} among {} messages in scope. Try fewer or other words, or widen the filters.",
+            r.query, r.in_scope
+        );
+        return out;
+    }
+    for (n, s) in r.sessions.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{}. session {}{}\n   project {} · {}",
+            n + 1,
+            s.session_id,
+            s.title
+                .as_deref()
+                .map(|t| format!(" · {t}"))
+                .unwrap_or_default(),
+            s.project.as_deref().unwrap_or("-"),
+            s.source_agent,
+        );
+        for h in &s.hits {
+            let _ = writeln!(
+                out,
+                "   [{:.2}] {} {} {}\n{}",
+                h.score,
+                time(h.timestamp),
+                h.role,
+                h.message_id,
+                indent(&h.snippet, "      ")
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{} hits in {} sessions for {:?}; {} messages in scope; sorted by {}.",
+        r.hits,
+        r.sessions.len(),
+        r.query,
+        r.in_scope,
+        match r.sort {
+            pond_store::search::SortBy::Relevance => "relevance",
+            pond_store::search::SortBy::Recency => "recency",
+        }
+    );
+    out
+}
+
+fn session_header(out: &mut String, s: &SessionInfo) {
+    let _ = writeln!(
+        out,
+        "session {}{}\nproject {} · {} · {} → {}{}",
+        s.id,
+        s.title
+            .as_deref()
+            .map(|t| format!(" · {t}"))
+            .unwrap_or_default(),
+        s.project.as_deref().unwrap_or("-"),
+        s.source_agent,
+        s.created_at.map(time).unwrap_or_else(|| "-".into()),
+        s.updated_at.map(time).unwrap_or_else(|| "-".into()),
+        s.parent_session_id
+            .as_deref()
+            .map(|p| format!(" · parent {p}"))
+            .unwrap_or_default(),
+    );
+}
+
+fn message(out: &mut String, m: &MessageView, marker: &str) {
+    let _ = writeln!(
+        out,
+        "{marker}#{} {} {} {}{}",
+        m.position,
+        time(m.timestamp),
+        m.role,
+        m.id,
+        m.model
+            .as_deref()
+            .map(|x| format!(" ({x})"))
+            .unwrap_or_default()
+    );
+    if !m.text.is_empty() {
+        let _ = writeln!(out, "{}", indent(&m.text, "  "));
+    }
+    if m.omitted_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "  … {} more bytes: get-message {} shows the whole message",
+            m.omitted_bytes, m.id
+        );
+    }
+}
+
+pub fn session_page(p: &SessionPage) -> String {
+    let mut out = String::new();
+    session_header(&mut out, &p.session);
+    out.push('\n');
+    for m in &p.messages {
+        message(&mut out, m, "");
+    }
+    let (first, last) = match (p.messages.first(), p.messages.last()) {
+        (Some(f), Some(l)) => (f.position, l.position),
+        _ => (0, 0),
+    };
+    let _ = write!(
+        out,
+        "messages {}-{} of {}",
+        if p.messages.is_empty() { 0 } else { first },
+        last,
+        p.total_messages
+    );
+    if let Some(b) = &p.more_before {
+        let _ = write!(out, "; earlier: before={b}");
+    }
+    if let Some(a) = &p.more_after {
+        let _ = write!(out, "; more: after={a}");
+    }
+    out.push('\n');
+    out
+}
+
+pub fn message_context(c: &MessageContext) -> String {
+    let mut out = String::new();
+    session_header(&mut out, &c.session);
+    out.push('\n');
+    for m in &c.before {
+        message(&mut out, m, "  ");
+    }
+    message(&mut out, &c.message, "> ");
+    for p in &c.message.parts {
+        let _ = writeln!(
+            out,
+            "  part {} {}{}{}{}",
+            p.ordinal,
+            p.part_type,
+            p.tool_name
+                .as_deref()
+                .map(|t| format!(" tool={t}"))
+                .unwrap_or_default(),
+            p.call_id
+                .as_deref()
+                .map(|t| format!(" call={t}"))
+                .unwrap_or_default(),
+            match p.is_error {
+                Some(true) => " error",
+                _ => "",
+            }
+        );
+        if let Some(b) = &p.body {
+            let _ = writeln!(out, "{}", indent(b, "    "));
+        }
+    }
+    for m in &c.after {
+        message(&mut out, m, "  ");
+    }
+    let _ = writeln!(
+        out,
+        "message #{} of {} in the session; source {}:{}",
+        c.message.position, c.total_messages, c.message.source_path, c.message.source_line
+    );
+    out
+}
+
+pub fn sql_footer(r: &SqlResult) -> String {
+    let mut s = format!("{} rows in {} ms", r.rows, r.elapsed.as_millis());
+    if let Some(t) = &r.truncated {
+        s.push_str("; ");
+        s.push_str(t);
+    }
+    s
+}
+
+pub fn sync_report(r: &SyncReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "files: {} seen, {} new, {} grown, {} rewritten, {} unchanged, {} unreadable",
+        r.files_seen,
+        r.files_new,
+        r.files_appended,
+        r.files_rewritten,
+        r.files_unchanged,
+        r.files_failed
+    );
+    let _ = writeln!(
+        out,
+        "read: {} lines, {:.1} MiB",
+        r.lines_read,
+        r.bytes_read as f64 / (1 << 20) as f64
+    );
+    let _ = writeln!(
+        out,
+        "added: {} sessions touched, {} messages, {} parts, {} records ({} duplicate messages, {} duplicate lines not stored again)",
+        r.sessions_touched, r.messages_added, r.parts_added, r.records_added, r.duplicate_messages, r.duplicate_records
+    );
+    if r.skipped > 0 {
+        let kinds: Vec<String> = r
+            .skipped_by_reason
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let _ = writeln!(out, "skipped: {} lines ({})", r.skipped, kinds.join(", "));
+        for s in &r.skip_examples {
+            let _ = writeln!(out, "  {}:{}: {}", s.path, s.line, s.reason);
+        }
+        if r.skip_examples.len() < r.skipped as usize {
+            let _ = writeln!(
+                out,
+                "  … {} more (pond sync --json lists the first {})",
+                r.skipped as usize - r.skip_examples.len(),
+                r.skip_examples.len()
+            );
+        }
+    }
+    if r.recovered_interrupted_sync {
+        let _ = writeln!(
+            out,
+            "recovered: an interrupted sync was rolled back and redone"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "index: {} created, {}; {} rows not yet indexed; {:.2} s",
+        r.indexes_created,
+        if r.indexes_updated {
+            "updated"
+        } else {
+            "unchanged"
+        },
+        r.unindexed_rows,
+        r.elapsed_ms as f64 / 1000.0
+    );
+    out
+}
+
+pub fn counts(c: &StoreCounts) -> String {
+    format!(
+        "sessions {}, messages {} ({} searchable), parts {}, records {}, files {}",
+        c.sessions, c.messages, c.searchable_messages, c.parts, c.records, c.files
+    )
+}
