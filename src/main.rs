@@ -184,7 +184,10 @@ fn main() -> std::process::ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    match runtime.block_on(run(cli)) {
+    let result = runtime.block_on(run(cli));
+    // Do not wait for tasks still running (a timed-out query): exiting ends them.
+    runtime.shutdown_background();
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("pond: {e:#}");

@@ -317,7 +317,7 @@ impl<'a> Pass<'a> {
         if bytes.len() > MAX_LINE_BYTES {
             return self.skip(
                 line_no,
-                format!("line of {consumed} bytes is over the {MAX_LINE_BYTES}-byte limit"),
+                format!("line too long: {consumed} bytes, over the {MAX_LINE_BYTES}-byte limit"),
             );
         }
         let text = match std::str::from_utf8(bytes) {
@@ -325,7 +325,7 @@ impl<'a> Pass<'a> {
             Err(e) => {
                 return self.skip(
                     line_no,
-                    format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+                    format!("invalid UTF-8 (first bad byte at {})", e.valid_up_to()),
                 )
             }
         };

@@ -173,7 +173,7 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
         SortBy::Relevance => req.limit,
         SortBy::Recency => (req.limit * 20).max(500),
     };
-    let fts = FullTextSearchQuery::new(query.to_owned())
+    let fts = FullTextSearchQuery::new(fold_accents(query))
         .with_column("search_text".into())?
         .limit(Some(pool as i64));
     let mut scan = ds.scan();
@@ -267,6 +267,14 @@ async fn group(store: &Store, hits: Vec<SearchHit>) -> Result<Vec<SessionHits>> 
         }
     }
     Ok(order)
+}
+
+/// Strip diacritics (`décimal` -> `decimal`), as the index's ASCII folding does to the
+/// stored text, so accented and plain spellings find each other.
+pub fn fold_accents(s: &str) -> String {
+    use unicode_normalization::char::is_combining_mark;
+    use unicode_normalization::UnicodeNormalization;
+    s.nfd().filter(|c| !is_combining_mark(*c)).nfc().collect()
 }
 
 /// Lowercased words of the query, for locating the match in a hit's text.
@@ -375,6 +383,12 @@ mod tests {
             ..Default::default()
         };
         assert!(bad.to_sql().is_err());
+    }
+
+    #[test]
+    fn folding() {
+        assert_eq!(fold_accents("Décimal naïve façade"), "Decimal naive facade");
+        assert_eq!(fold_accents("日本語"), "日本語");
     }
 
     #[test]

@@ -105,8 +105,9 @@ pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlR
         .with_allow_ddl(false)
         .with_allow_dml(false)
         .with_allow_statements(false);
-    let run = async {
-        let df = ctx.sql_with_options(sql, options).await?;
+    let sql = sql.to_owned();
+    let run = async move {
+        let df = ctx.sql_with_options(&sql, options).await?;
         let mut stream = df.execute_stream().await?;
         let mut batches = Vec::new();
         let (mut rows, mut bytes) = (0usize, 0usize);
@@ -135,9 +136,20 @@ pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlR
         }
         Ok::<_, StoreError>((batches, rows, truncated))
     };
-    let (batches, rows, truncated) = tokio::time::timeout(limits.timeout, run)
-        .await
-        .map_err(|_| StoreError::Timeout(limits.timeout.as_secs()))??;
+    // A spawned task, so the timeout fires even while a plan computes without yielding.
+    // The task itself may go on burning CPU until its process exits: the CLI exits right
+    // after, and the front runs SQL in a worker it kills.
+    let task = tokio::spawn(run);
+    let abort = task.abort_handle();
+    let (batches, rows, truncated) = match tokio::time::timeout(limits.timeout, task).await {
+        Ok(joined) => {
+            joined.map_err(|e| StoreError::InvalidQuery(format!("query task failed: {e}")))??
+        }
+        Err(_) => {
+            abort.abort();
+            return Err(StoreError::Timeout(limits.timeout.as_secs()));
+        }
+    };
     Ok(SqlResult {
         batches,
         rows,

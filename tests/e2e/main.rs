@@ -1,1 +1,9 @@
+//! End-to-end tests: the real `pond` binary on temp stores.
+//!
+//! One test binary with modules keeps link time down.
 
+mod common;
+mod corpus;
+mod faults;
+mod query;
+mod sync;

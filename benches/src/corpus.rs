@@ -1,0 +1,849 @@
+//! A deterministic generator of realistic Claude Code and Codex session trees.
+//!
+//! Given a message count and a seed it writes, under one root, `claude/projects/<slug>/`
+//! sessions (with subagent files) and `codex/sessions/YYYY/MM/DD/` rollouts, in the clients'
+//! own formats: many projects over a year, sessions of lognormal length (mean ~150
+//! messages), prompts and multi-line answers, thinking, tool calls and multi-line results,
+//! bookkeeping rows, replayed uuids. "Messages" counts the rows pond stores as messages,
+//! so a corpus of N messages syncs to N message rows.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use serde_json::json;
+
+/// SplitMix64: small, fast, and the same stream everywhere for a seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+
+    /// Skewed towards the front of `items` (common words are common).
+    pub fn zipf<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        let u = self.unit();
+        &items[((u * u * u) * items.len() as f64) as usize]
+    }
+
+    pub fn normal(&mut self) -> f64 {
+        let (u1, u2) = (self.unit().max(1e-12), self.unit());
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    pub fn uuid(&mut self) -> String {
+        let a = self.next_u64();
+        let b = self.next_u64();
+        format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            0x8000 | (b >> 48) & 0x3fff,
+            b & 0xffff_ffff_ffff
+        )
+    }
+}
+
+const WORDS: &[&str] = &[
+    "the",
+    "test",
+    "build",
+    "error",
+    "function",
+    "file",
+    "config",
+    "module",
+    "request",
+    "user",
+    "value",
+    "cache",
+    "index",
+    "query",
+    "parser",
+    "server",
+    "client",
+    "database",
+    "schema",
+    "migration",
+    "handler",
+    "route",
+    "token",
+    "session",
+    "memory",
+    "thread",
+    "process",
+    "worker",
+    "queue",
+    "timeout",
+    "retry",
+    "backoff",
+    "upload",
+    "download",
+    "stream",
+    "buffer",
+    "socket",
+    "header",
+    "payload",
+    "response",
+    "status",
+    "field",
+    "column",
+    "table",
+    "row",
+    "batch",
+    "commit",
+    "branch",
+    "merge",
+    "rebase",
+    "release",
+    "version",
+    "dependency",
+    "crate",
+    "package",
+    "import",
+    "export",
+    "type",
+    "trait",
+    "struct",
+    "enum",
+    "closure",
+    "iterator",
+    "future",
+    "async",
+    "await",
+    "lock",
+    "mutex",
+    "channel",
+    "signal",
+    "panic",
+    "overflow",
+    "allocation",
+    "leak",
+    "profile",
+    "benchmark",
+    "latency",
+    "throughput",
+    "deploy",
+    "container",
+    "cluster",
+    "pipeline",
+    "workflow",
+    "lint",
+    "format",
+    "warning",
+    "fixture",
+    "snapshot",
+    "assertion",
+    "mock",
+    "coverage",
+    "regression",
+    "flaky",
+    "timezone",
+    "locale",
+    "encoding",
+    "unicode",
+    "newline",
+    "checksum",
+    "hash",
+    "signature",
+    "certificate",
+    "permission",
+    "sandbox",
+    "environment",
+    "variable",
+    "secret",
+    "credential",
+    "endpoint",
+    "pagination",
+    "cursor",
+    "offset",
+    "limit",
+    "filter",
+    "sort",
+    "aggregate",
+    "join",
+    "invoice",
+    "checkout",
+    "cart",
+    "price",
+    "discount",
+    "currency",
+    "rounding",
+    "decimal",
+    "float",
+    "integer",
+    "string",
+    "slice",
+    "vector",
+    "matrix",
+    "embedding",
+    "tokenizer",
+    "prompt",
+    "model",
+    "agent",
+    "tool",
+    "result",
+    "log",
+    "trace",
+    "span",
+    "metric",
+    "alert",
+    "dashboard",
+    "webhook",
+    "callback",
+    "event",
+    "listener",
+    "subscriber",
+    "publisher",
+    "scheduler",
+    "cron",
+    "job",
+    "task",
+    "daemon",
+    "supervisor",
+    "restart",
+    "shutdown",
+    "graceful",
+    "healthcheck",
+    "readiness",
+    "liveness",
+    "probe",
+    "ingress",
+    "proxy",
+    "gateway",
+    "compression",
+    "zstd",
+    "gzip",
+    "archive",
+    "backup",
+    "restore",
+    "replica",
+    "shard",
+    "partition",
+    "compaction",
+    "vacuum",
+    "transaction",
+    "rollback",
+    "deadlock",
+    "isolation",
+];
+const VERBS: &[&str] = &[
+    "fails",
+    "breaks",
+    "hangs",
+    "crashes",
+    "returns",
+    "drops",
+    "leaks",
+    "times out",
+    "blocks",
+    "duplicates",
+    "skips",
+    "retries",
+    "parses",
+    "rejects",
+    "accepts",
+    "overflows",
+    "truncates",
+    "rounds",
+    "ignores",
+    "caches",
+    "flushes",
+    "reorders",
+    "corrupts",
+    "misses",
+    "panics",
+];
+const TOOLS: &[&str] = &["Bash", "Read", "Edit", "Grep", "Glob", "Write", "TodoWrite"];
+const EXTS: &[&str] = &["rs", "py", "ts", "go", "sql", "toml", "md", "yaml"];
+const PROJECT_WORDS: &[&str] = &[
+    "shop",
+    "api",
+    "billing",
+    "infra",
+    "dotfiles",
+    "web",
+    "mobile",
+    "search",
+    "ledger",
+    "scheduler",
+    "gateway",
+    "notebook",
+    "etl",
+    "auth",
+    "docs",
+    "cli",
+    "engine",
+    "portal",
+    "metrics",
+    "chat",
+];
+
+fn sentence(r: &mut Rng, out: &mut String, min: u64, max: u64) {
+    let n = r.range(min, max);
+    for i in 0..n {
+        if i > 0 {
+            out.push(' ');
+        }
+        if i == n / 2 && r.chance(0.5) {
+            out.push_str(*r.pick(VERBS));
+        } else if r.chance(0.04) {
+            let _ = write!(out, "`{}_{}()`", r.zipf(WORDS), r.zipf(WORDS));
+        } else if r.chance(0.03) {
+            let _ = write!(
+                out,
+                "src/{}/{}.{}",
+                r.zipf(WORDS),
+                r.zipf(WORDS),
+                r.pick(EXTS)
+            );
+        } else {
+            out.push_str(*r.zipf(WORDS));
+        }
+    }
+}
+
+fn prompt(r: &mut Rng) -> String {
+    let mut s = String::new();
+    let openers = [
+        "why does the",
+        "can you fix the",
+        "please look at the",
+        "how do I make the",
+        "the",
+        "add a",
+        "refactor the",
+        "explain the",
+    ];
+    s.push_str(*r.pick(&openers));
+    s.push(' ');
+    sentence(r, &mut s, 5, 30);
+    s.push(if r.chance(0.6) { '?' } else { '.' });
+    if r.chance(0.25) {
+        s.push_str("\n\n");
+        sentence(r, &mut s, 10, 60);
+        s.push('.');
+    }
+    s
+}
+
+fn answer(r: &mut Rng) -> String {
+    let mut s = String::new();
+    for p in 0..r.range(1, 4) {
+        if p > 0 {
+            s.push_str("\n\n");
+        }
+        for _ in 0..r.range(1, 4) {
+            sentence(r, &mut s, 8, 28);
+            s.push_str(". ");
+        }
+    }
+    if r.chance(0.4) {
+        s.push_str("\n\n");
+        for i in 1..=r.range(2, 5) {
+            let _ = write!(s, "{i}. ");
+            sentence(r, &mut s, 4, 12);
+            s.push('\n');
+        }
+    }
+    if r.chance(0.25) {
+        let _ = write!(s, "\n```{}\n", r.pick(EXTS));
+        for _ in 0..r.range(2, 12) {
+            let _ = writeln!(
+                s,
+                "let {} = {}({});",
+                r.zipf(WORDS),
+                r.zipf(WORDS),
+                r.zipf(WORDS)
+            );
+        }
+        s.push_str("```");
+    }
+    s
+}
+
+fn tool_output(r: &mut Rng) -> String {
+    let mut s = String::new();
+    for i in 0..r.range(1, 40) {
+        let _ = writeln!(
+            s,
+            "src/{}/{}.{}:{}: {} {} {}",
+            r.zipf(WORDS),
+            r.zipf(WORDS),
+            r.pick(EXTS),
+            i * 7 + 1,
+            r.zipf(WORDS),
+            r.zipf(WORDS),
+            r.zipf(WORDS)
+        );
+    }
+    s
+}
+
+fn tool_input(r: &mut Rng, tool: &str) -> serde_json::Value {
+    let path = format!("src/{}/{}.{}", r.zipf(WORDS), r.zipf(WORDS), r.pick(EXTS));
+    match tool {
+        "Bash" => {
+            json!({"command": format!("cargo test {}", r.zipf(WORDS)), "description": "Run the tests"})
+        }
+        "Grep" => json!({"pattern": r.zipf(WORDS), "path": "src"}),
+        "Edit" => {
+            json!({"file_path": path, "old_string": r.zipf(WORDS), "new_string": r.zipf(WORDS)})
+        }
+        _ => json!({"file_path": path}),
+    }
+}
+
+fn iso(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub messages: u64,
+    pub seed: u64,
+    /// Share of sessions written by Codex.
+    pub codex_share: f64,
+    /// First possible session start, epoch ms.
+    pub start_ms: i64,
+    pub days: u64,
+}
+
+impl Spec {
+    pub fn new(messages: u64, seed: u64) -> Spec {
+        Spec {
+            messages,
+            seed,
+            codex_share: 0.2,
+            start_ms: 1_764_547_200_000, // 2025-12-01
+            days: 365,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub files: u64,
+    pub sessions: u64,
+    pub subagent_files: u64,
+    pub messages: u64,
+    pub searchable_messages: u64,
+    pub lines: u64,
+    pub bytes: u64,
+}
+
+struct Out {
+    w: BufWriter<File>,
+    stats_lines: u64,
+    stats_bytes: u64,
+}
+
+impl Out {
+    fn create(path: &Path) -> io::Result<Out> {
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        Ok(Out {
+            w: BufWriter::with_capacity(256 * 1024, File::create(path)?),
+            stats_lines: 0,
+            stats_bytes: 0,
+        })
+    }
+
+    fn line(&mut self, v: &serde_json::Value) -> io::Result<()> {
+        let s = v.to_string();
+        self.w.write_all(s.as_bytes())?;
+        self.w.write_all(b"\n")?;
+        self.stats_lines += 1;
+        self.stats_bytes += s.len() as u64 + 1;
+        Ok(())
+    }
+
+    fn finish(mut self, stats: &mut Stats) -> io::Result<()> {
+        self.w.flush()?;
+        stats.files += 1;
+        stats.lines += self.stats_lines;
+        stats.bytes += self.stats_bytes;
+        Ok(())
+    }
+}
+
+/// Write a corpus of about `spec.messages` messages (never fewer) under `root`.
+pub fn generate(root: &Path, spec: &Spec) -> io::Result<Stats> {
+    let mut r = Rng::new(spec.seed);
+    let mut stats = Stats::default();
+    let projects: Vec<String> = (0..60)
+        .map(|i| {
+            format!(
+                "/home/dev/{}-{}{}",
+                PROJECT_WORDS[i % PROJECT_WORDS.len()],
+                WORDS[(i * 7) % 40],
+                if i >= 40 { "/worktrees/feature" } else { "" }
+            )
+        })
+        .collect();
+    while stats.messages < spec.messages {
+        let left = spec.messages - stats.messages;
+        let size = ((4.6 + 0.9 * r.normal()).exp() as u64)
+            .clamp(4, 2000)
+            .min(left.max(4));
+        let project = r.zipf(&projects).clone();
+        let start = spec.start_ms + (r.below(spec.days * 86_400) * 1000) as i64;
+        if r.chance(spec.codex_share) {
+            codex_session(root, &mut r, &mut stats, &project, start, size)?;
+        } else {
+            claude_session(root, &mut r, &mut stats, &project, start, size)?;
+        }
+        stats.sessions += 1;
+    }
+    Ok(stats)
+}
+
+fn slug(project: &str) -> String {
+    project
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Claude session `id` in `dir`; returns the messages written.
+#[allow(clippy::too_many_arguments)]
+fn claude_file(
+    path: &Path,
+    r: &mut Rng,
+    stats: &mut Stats,
+    session_id: &str,
+    agent_id: Option<&str>,
+    project: &str,
+    mut t: i64,
+    size: u64,
+) -> io::Result<i64> {
+    let mut out = Out::create(path)?;
+    let mut parent: Option<String> = None;
+    let mut written = 0u64;
+    let mut replay: Option<serde_json::Value> = None;
+    let base = |r: &mut Rng, parent: &Option<String>, t: i64| {
+        let uuid = r.uuid();
+        let mut v = json!({
+            "parentUuid": parent, "isSidechain": agent_id.is_some(), "userType": "external",
+            "cwd": project, "sessionId": session_id, "version": "2.1.90", "gitBranch": "main",
+            "uuid": uuid, "timestamp": iso(t),
+        });
+        if let Some(a) = agent_id {
+            v["agentId"] = json!(a);
+        }
+        (uuid, v)
+    };
+    let mut turn = 0;
+    while written < size {
+        turn += 1;
+        if agent_id.is_none() && r.chance(0.5) {
+            out.line(&json!({"type": "file-history-snapshot", "messageId": r.uuid(), "snapshot": {"trackedFileBackups": {}, "timestamp": iso(t)}, "isSnapshotUpdate": false}))?;
+        }
+        t += r.range(5, 600) as i64 * 1000;
+        let (uuid, mut v) = base(r, &parent, t);
+        v["type"] = json!("user");
+        v["message"] = json!({"role": "user", "content": prompt(r)});
+        out.line(&v)?;
+        parent = Some(uuid);
+        written += 1;
+        stats.searchable_messages += 1;
+        let steps = r.range(0, 4);
+        let request = format!("req_{:016x}", r.next_u64());
+        for _ in 0..steps {
+            if written >= size {
+                break;
+            }
+            if r.chance(0.3) {
+                t += r.range(1, 8) as i64 * 1000;
+                let (uuid, mut v) = base(r, &parent, t);
+                let mut thought = String::new();
+                sentence(r, &mut thought, 10, 50);
+                v["type"] = json!("assistant");
+                v["requestId"] = json!(request);
+                v["message"] = json!({"id": format!("msg_{turn}"), "role": "assistant", "model": "claude-sonnet-4-6", "content": [{"type": "thinking", "thinking": thought, "signature": "sig"}], "usage": {"input_tokens": 100, "output_tokens": 20}});
+                out.line(&v)?;
+                parent = Some(uuid);
+                written += 1;
+            }
+            t += r.range(1, 20) as i64 * 1000;
+            let tool = *r.pick(TOOLS);
+            let call = format!("toolu_{:016x}", r.next_u64());
+            let (uuid, mut v) = base(r, &parent, t);
+            v["type"] = json!("assistant");
+            v["requestId"] = json!(request);
+            v["message"] = json!({"id": format!("msg_{turn}"), "role": "assistant", "model": "claude-sonnet-4-6", "content": [{"type": "tool_use", "id": call, "name": tool, "input": tool_input(r, tool)}], "usage": {"input_tokens": 100, "output_tokens": 40}});
+            out.line(&v)?;
+            parent = Some(uuid);
+            t += r.range(1, 30) as i64 * 1000;
+            let output = tool_output(r);
+            let is_error = r.chance(0.1);
+            let (uuid, mut v) = base(r, &parent, t);
+            v["type"] = json!("user");
+            v["message"] = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": output, "is_error": is_error}]});
+            v["toolUseResult"] = json!({"stdout": output, "stderr": "", "interrupted": false});
+            out.line(&v)?;
+            parent = Some(uuid);
+            written += 2;
+        }
+        if written < size {
+            t += r.range(2, 60) as i64 * 1000;
+            let (uuid, mut v) = base(r, &parent, t);
+            v["type"] = json!("assistant");
+            v["requestId"] = json!(request);
+            v["message"] = json!({"id": format!("msg_{turn}_t"), "role": "assistant", "model": "claude-sonnet-4-6", "content": [{"type": "text", "text": answer(r)}], "usage": {"input_tokens": 100, "output_tokens": 300}});
+            out.line(&v)?;
+            if replay.is_none() && r.chance(0.02) {
+                replay = Some(v.clone());
+            }
+            parent = Some(uuid);
+            written += 1;
+            stats.searchable_messages += 1;
+        }
+        if agent_id.is_none() && written < size && r.chance(0.3) {
+            let (uuid, mut v) = base(r, &parent, t);
+            v["type"] = json!("system");
+            v["subtype"] = json!("turn_duration");
+            v["content"] = json!(format!("Turn took {}s", r.range(2, 400)));
+            out.line(&v)?;
+            parent = Some(uuid);
+            written += 1;
+        }
+    }
+    // A replayed line (same uuid) as Claude writes after a resume: stored once.
+    if let Some(v) = replay {
+        out.line(&v)?;
+    }
+    if agent_id.is_none() {
+        let mut title = String::new();
+        sentence(r, &mut title, 3, 6);
+        out.line(&json!({"type": "ai-title", "sessionId": session_id, "aiTitle": title}))?;
+        out.line(&json!({"type": "last-prompt", "sessionId": session_id}))?;
+    }
+    out.finish(stats)?;
+    stats.messages += written;
+    Ok(t)
+}
+
+fn claude_session(
+    root: &Path,
+    r: &mut Rng,
+    stats: &mut Stats,
+    project: &str,
+    start: i64,
+    size: u64,
+) -> io::Result<()> {
+    let id = r.uuid();
+    let dir = root.join("claude/projects").join(slug(project));
+    let subagents = if size > 30 && r.chance(0.15) {
+        r.range(1, 3)
+    } else {
+        0
+    };
+    let sub_size = |r: &mut Rng| r.range(6, 40);
+    let mut main = size;
+    let sizes: Vec<u64> = (0..subagents)
+        .map(|_| {
+            let s = sub_size(r).min(main.saturating_sub(4));
+            main -= s;
+            s
+        })
+        .filter(|&s| s > 0)
+        .collect();
+    let end = claude_file(
+        &dir.join(format!("{id}.jsonl")),
+        r,
+        stats,
+        &id,
+        None,
+        project,
+        start,
+        main,
+    )?;
+    for s in sizes {
+        let agent = format!("{:017x}", r.next_u64() >> 4);
+        let path = dir
+            .join(&id)
+            .join("subagents")
+            .join(format!("agent-a{agent}.jsonl"));
+        claude_file(
+            &path,
+            r,
+            stats,
+            &id,
+            Some(&format!("a{agent}")),
+            project,
+            start + (end - start) / 2,
+            s,
+        )?;
+        stats.subagent_files += 1;
+    }
+    Ok(())
+}
+
+fn codex_session(
+    root: &Path,
+    r: &mut Rng,
+    stats: &mut Stats,
+    project: &str,
+    start: i64,
+    size: u64,
+) -> io::Result<()> {
+    let id = r.uuid();
+    let day = chrono::DateTime::from_timestamp_millis(start).unwrap_or_default();
+    let path = root
+        .join("codex/sessions")
+        .join(day.format("%Y/%m/%d").to_string())
+        .join(format!(
+            "rollout-{}-{id}.jsonl",
+            day.format("%Y-%m-%dT%H-%M-%S")
+        ));
+    let mut out = Out::create(&path)?;
+    let mut t = start;
+    let env = |k: &str, p: serde_json::Value, t: i64| json!({"timestamp": iso(t), "type": k, "payload": p});
+    out.line(&env("session_meta", json!({"id": id, "timestamp": iso(t), "cwd": project, "originator": "codex_cli_rs", "cli_version": "0.118.0", "model_provider": "openai", "git": {"branch": "main"}}), t))?;
+    out.line(&env("turn_context", json!({"cwd": project, "model": "gpt-5-codex", "approval_policy": "on-request", "sandbox_policy": {"mode": "workspace-write"}}), t))?;
+    out.line(&env("response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": format!("<environment_context>\n  <cwd>{project}</cwd>\n</environment_context>")}]}), t))?;
+    let mut written = 1u64;
+    while written < size {
+        t += r.range(5, 600) as i64 * 1000;
+        let p = prompt(r);
+        out.line(&env("response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": p}]}), t))?;
+        out.line(&env(
+            "event_msg",
+            json!({"type": "user_message", "message": p, "images": []}),
+            t,
+        ))?;
+        written += 1;
+        stats.searchable_messages += 1;
+        if written < size && r.chance(0.5) {
+            let mut thought = String::new();
+            sentence(r, &mut thought, 6, 20);
+            out.line(&env("response_item", json!({"type": "reasoning", "summary": [{"type": "summary_text", "text": thought}], "encrypted_content": "gAAAA"}), t))?;
+            written += 1;
+        }
+        for _ in 0..r.range(0, 4) {
+            if written + 2 > size {
+                break;
+            }
+            t += r.range(1, 20) as i64 * 1000;
+            let call = format!("call_{:016x}", r.next_u64());
+            let args = json!({"command": ["bash", "-lc", format!("rg {} src", r.zipf(WORDS))]})
+                .to_string();
+            out.line(&env("response_item", json!({"type": "function_call", "name": "shell", "arguments": args, "call_id": call}), t))?;
+            t += r.range(1, 30) as i64 * 1000;
+            let output = json!({"output": tool_output(r), "metadata": {"exit_code": if r.chance(0.1) { 1 } else { 0 }, "duration_seconds": 0.4}}).to_string();
+            out.line(&env(
+                "response_item",
+                json!({"type": "function_call_output", "call_id": call, "output": output}),
+                t,
+            ))?;
+            written += 2;
+        }
+        if written < size {
+            t += r.range(2, 60) as i64 * 1000;
+            let a = answer(r);
+            out.line(&env("response_item", json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": a}]}), t))?;
+            out.line(&env(
+                "event_msg",
+                json!({"type": "agent_message", "message": a}),
+                t,
+            ))?;
+            written += 1;
+            stats.searchable_messages += 1;
+        }
+        out.line(&env("event_msg", json!({"type": "token_count", "info": {"total_token_usage": {"input_tokens": 1000, "output_tokens": 200}}}), t))?;
+    }
+    out.finish(stats)?;
+    stats.messages += written;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_and_reaches_the_count() {
+        let a = tempfile_dir();
+        let b = tempfile_dir();
+        let sa = generate(&a, &Spec::new(3000, 7)).unwrap();
+        let sb = generate(&b, &Spec::new(3000, 7)).unwrap();
+        assert_eq!(sa, sb);
+        assert!(sa.messages >= 3000 && sa.messages < 3000 + 2000);
+        assert!(sa.sessions > 5);
+        let file = |d: &Path| {
+            let mut v: Vec<_> = walk(d);
+            v.sort();
+            v.into_iter()
+                .map(|p| std::fs::read(p).unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(file(&a), file(&b));
+        std::fs::remove_dir_all(a).unwrap();
+        std::fs::remove_dir_all(b).unwrap();
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "pond-gen-{}",
+            Rng::new(
+                std::process::id() as u64
+                    ^ std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_nanos() as u64
+            )
+            .uuid()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn walk(d: &Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                out.extend(walk(&e.path()));
+            } else {
+                out.push(e.path());
+            }
+        }
+        out
+    }
+}
