@@ -1,1 +1,114 @@
-fn main() {}
+//! Full-text query latency.
+//!
+//! `cargo bench --bench fts_bench -- [--messages N] [--queries Q] [--work DIR]`
+//! Generates and syncs (once) a corpus of N messages, then runs Q one-to-three-word queries
+//! (fixed seed) through a freshly opened store with pond's default cache caps, the way the
+//! front runs them: cold first query, then p50/p95 over the rest.
+
+use std::time::Instant;
+
+use pond_benches::corpus::Rng;
+use pond_benches::{report, work};
+use pond_protocol::sync::{SyncRequest, SyncSource};
+use pond_store::search::{search, SearchFilters, SearchRequest, SortBy};
+use pond_store::{Store, StoreConfig};
+use serde_json::json;
+
+const TERMS: &[&str] = &[
+    "timeout",
+    "retry backoff",
+    "checkout total",
+    "migration",
+    "deadlock",
+    "tokenizer",
+    "cache",
+    "flaky test",
+    "invoice rounding",
+    "memory leak",
+    "webhook",
+    "compaction",
+    "graceful shutdown",
+    "pagination cursor",
+    "unicode",
+    "certificate",
+    "parser error",
+    "decimal",
+    "replica",
+    "zstd compression",
+    "scheduler cron",
+    "sandbox permission",
+];
+
+fn main() {
+    let messages: u64 = work::arg("--messages").map_or(100_000, |m| {
+        m.replace('_', "").parse().expect("--messages N")
+    });
+    let queries: usize = work::arg("--queries").map_or(200, |q| q.parse().expect("--queries Q"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let figures = rt.block_on(async {
+        let (corpus, _) = work::corpus(messages).expect("corpus");
+        let store_dir = work::work_dir().join(format!("fts-store-{messages}"));
+        let ready = store_dir.join(".complete");
+        if !ready.exists() {
+            let _ = std::fs::remove_dir_all(&store_dir);
+            let store = Store::open(&store_dir, StoreConfig::default()).unwrap();
+            let req = SyncRequest {
+                sources: vec![SyncSource { agent: None, path: corpus.clone() }],
+                skip_index: false,
+            };
+            pond_workers::sync::run(&store, &req, &mut |_| {}).await.expect("sync");
+            std::fs::write(&ready, "").unwrap();
+        }
+        let store = Store::open(&store_dir, StoreConfig::default()).unwrap();
+        let counts = store.counts().await.unwrap();
+        let mut rng = Rng::new(42);
+        let mut lat = Vec::with_capacity(queries);
+        let mut cold_ms = 0.0;
+        let mut hits = 0;
+        for i in 0..=queries {
+            let mut q = rng.pick(TERMS).to_string();
+            if rng.chance(0.3) {
+                q.push(' ');
+                q.push_str(*rng.pick(TERMS));
+            }
+            let req = SearchRequest { query: q, filters: SearchFilters::default(), sort: SortBy::Relevance, limit: 10 };
+            let t = Instant::now();
+            let r = search(&store, &req).await.expect("search");
+            let ms = t.elapsed().as_secs_f64() * 1000.0;
+            hits += r.hits;
+            if i == 0 { cold_ms = ms } else { lat.push(ms) }
+        }
+        let mut filtered = Vec::new();
+        for _ in 0..queries / 4 {
+            let req = SearchRequest {
+                query: rng.pick(TERMS).to_string(),
+                filters: SearchFilters { project: Some("shop".into()), role: Some("user".into()), ..Default::default() },
+                sort: SortBy::Relevance,
+                limit: 10,
+            };
+            let t = Instant::now();
+            search(&store, &req).await.expect("search");
+            filtered.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        let r2 = |x: f64| (x * 100.0).round() / 100.0;
+        json!({
+            "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+            "messages": counts.messages,
+            "searchable_messages": counts.searchable_messages,
+            "queries": queries,
+            "limit": 10,
+            "avg_hits": hits / (queries + 1),
+            "cold_first_query_ms": r2(cold_ms),
+            "p50_ms": r2(report::percentile(&mut lat, 50.0)),
+            "p95_ms": r2(report::percentile(&mut lat, 95.0)),
+            "filtered_p50_ms": r2(report::percentile(&mut filtered, 50.0)),
+            "filtered_p95_ms": r2(report::percentile(&mut filtered, 95.0)),
+            "index_cache_mib": StoreConfig::default().index_cache_bytes >> 20,
+            "process_footprint_mib": pond_supervisor::footprint::of_self().map_or(0, |f| f.footprint_kib() / 1024),
+        })
+    });
+    report::print("fts_bench", &figures);
+}

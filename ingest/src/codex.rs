@@ -18,6 +18,9 @@ use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_f
 pub struct CodexParser {
     /// `call_id` -> tool name, to name the outputs that follow.
     call_names: HashMap<String, String>,
+    /// Whether the session's identity is settled (by a first meta, or by an earlier pass
+    /// over this file): later metas are a fork's or resume's copy of its origin's.
+    identified: bool,
 }
 
 /// The session uuid at the end of `rollout-<local time>-<uuid>.jsonl`, else the stem.
@@ -40,11 +43,13 @@ fn id_from_file_name(file: &SourceFile) -> String {
 
 impl CodexParser {
     pub(crate) fn new(file: &SourceFile, common: &mut Common) -> Self {
-        if common.session.id.is_empty() {
+        let identified = !common.session.id.is_empty();
+        if !identified {
             common.session.id = id_from_file_name(file);
         }
         CodexParser {
             call_names: HashMap::new(),
+            identified,
         }
     }
 
@@ -62,7 +67,7 @@ impl CodexParser {
                 let ts = c.touch(parse_ts(v.get("timestamp")).or(parse_ts(p.get("timestamp"))));
                 let inner = p.get("type").and_then(Value::as_str);
                 match ty {
-                    "session_meta" => self.meta(c, line_no, p, raw),
+                    "session_meta" => self.meta(c, p, raw),
                     "turn_context" => {
                         if c.session.project.is_none() {
                             c.session.project = str_field(p, "cwd");
@@ -79,7 +84,7 @@ impl CodexParser {
             _ if line_no == 1 && ty.is_none() && v.get("id").is_some() => {
                 // Legacy header.
                 c.touch(parse_ts(v.get("timestamp")));
-                self.meta(c, line_no, v, raw);
+                self.meta(c, v, raw);
                 Some("session_meta".into())
             }
             _ if v.get("record_type").is_some() => v
@@ -96,15 +101,14 @@ impl CodexParser {
         }
     }
 
-    fn meta(&mut self, c: &mut Common, line_no: u64, p: &Value, raw: &str) {
+    fn meta(&mut self, c: &mut Common, p: &Value, raw: &str) {
         // A forked or resumed rollout repeats the meta of its origin: the first one wins.
-        if c.session.header.is_some() {
+        if self.identified {
             return;
         }
-        if line_no == 1 || c.session.header.is_none() {
-            if let Some(id) = str_field(p, "id").filter(|s| !s.is_empty()) {
-                c.session.id = id;
-            }
+        self.identified = true;
+        if let Some(id) = str_field(p, "id").filter(|s| !s.is_empty()) {
+            c.session.id = id;
         }
         c.session.header = Some(raw.to_owned());
         if let Some(cwd) = str_field(p, "cwd") {

@@ -259,3 +259,42 @@ fn vanished_file_is_reported() {
     assert_eq!(out.mode, ReadMode::Failed);
     assert!(out.batch.skips[0].reason.starts_with("cannot open"));
 }
+
+#[test]
+fn a_repeated_codex_meta_does_not_change_the_session() {
+    let meta = |id: &str| {
+        format!(
+            r#"{{"timestamp":"2026-03-01T10:00:00Z","type":"session_meta","payload":{{"id":"{id}","cwd":"/w"}}}}"#
+        )
+    };
+    let msg = |t: &str| {
+        format!(
+            r#"{{"timestamp":"2026-03-01T10:00:01Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{t}"}}]}}}}"#
+        )
+    };
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("rollout-x.jsonl");
+    std::fs::write(&path, format!("{}\n{}\n", meta("A"), msg("one"))).unwrap();
+    let f = SourceFile {
+        path: path.clone(),
+        kind: Some(SourceKind::Codex),
+        parent_session: None,
+        is_subagent: false,
+    };
+    let first = read_file(&f, None);
+    assert_eq!(first.batch.messages[0].id, "A:2");
+    let mut fh = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    writeln!(fh, "{}\n{}", meta("ORIGIN"), msg("two")).unwrap();
+    drop(fh);
+    let second = read_file(&f, Some(&first.cursor));
+    assert_eq!(second.mode, ReadMode::Appended);
+    assert_eq!(second.batch.messages[0].id, "A:4");
+    assert_eq!(second.batch.sessions[0].id, "A");
+    // The same file read in one pass agrees.
+    let whole = read_file(&f, None);
+    let ids: Vec<_> = whole.batch.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["A:2", "A:4"]);
+}

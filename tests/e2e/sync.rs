@@ -245,3 +245,22 @@ fn second_writer_is_refused_while_the_lock_is_held() {
     drop(lock);
     env.sync(&src);
 }
+
+#[test]
+fn rows_not_yet_indexed_are_still_found() {
+    let env = Env::new();
+    let src = env.sources();
+    let r = env.json(&[
+        "sync",
+        "--path",
+        src.to_str().unwrap(),
+        "--no-index",
+        "--json",
+    ]);
+    assert_eq!(r["indexes_created"], 0);
+    let v = env.json(&["search", "invoices", "--json"]);
+    assert_eq!(v["hits"], 2, "{v}");
+    env.sync(&src);
+    let status = env.json(&["status", "--json"]);
+    assert_eq!(status["unindexed_rows"], 0);
+}

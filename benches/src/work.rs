@@ -1,0 +1,56 @@
+//! Where benches keep their generated corpora and stores, so a second run reuses them.
+
+use std::path::{Path, PathBuf};
+
+use crate::corpus::{generate, Spec, Stats};
+
+/// `--name value` from the bench's arguments (cargo passes `--bench` too; it is ignored).
+pub fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+pub fn flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
+/// `--work DIR`, default `$CARGO_TARGET_DIR/pond-bench` (else `target/pond-bench`).
+pub fn work_dir() -> PathBuf {
+    arg("--work").map(PathBuf::from).unwrap_or_else(|| {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("target"))
+            .join("pond-bench")
+    })
+}
+
+/// The generated corpus of `messages` messages (seed 1), written once and reused.
+pub fn corpus(messages: u64) -> std::io::Result<(PathBuf, Option<Stats>)> {
+    let dir = work_dir().join(format!("corpus-{messages}"));
+    let done = dir.join(".complete");
+    if done.exists() {
+        return Ok((dir, None));
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let stats = generate(&dir, &Spec::new(messages, 1))?;
+    std::fs::write(&done, format!("{stats:?}\n"))?;
+    Ok((dir, Some(stats)))
+}
+
+pub fn dir_bytes(p: &Path) -> u64 {
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => n += dir_bytes(&e.path()),
+                Ok(_) => n += e.metadata().map_or(0, |m| m.len()),
+                Err(_) => {}
+            }
+        }
+    }
+    n
+}

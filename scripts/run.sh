@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Build pond (release) and run it. With no arguments: `pond sync` into the default local
+# store ($XDG_DATA_HOME/pond), then `pond status`.
+#   scripts/run.sh                      # sync ~/.claude and ~/.codex, show counts
+#   scripts/run.sh search "flaky test"  # any pond command
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+cargo build --release --bin pond >&2
+pond="$CARGO_TARGET_DIR/release/pond"
+if [ "$#" -eq 0 ]; then
+  "$pond" sync
+  "$pond" status
+else
+  exec "$pond" "$@"
+fi
