@@ -65,4 +65,8 @@ pub struct SyncReport {
     /// Searchable rows the full-text index does not cover yet (still found by flat scan).
     pub unindexed_rows: u64,
     pub elapsed_ms: u64,
+    /// Time spent reading and parsing files, writing rows, and updating indexes.
+    pub read_ms: u64,
+    pub write_ms: u64,
+    pub index_ms: u64,
 }

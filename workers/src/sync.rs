@@ -5,21 +5,30 @@
 //! [`FLUSH_BYTES`] (or [`FLUSH_MESSAGES`]), and only file cursors and the store-wide
 //! message-id hash set (16 bytes an id) live for the whole job.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use pond_ingest::reader::ReadMode;
-use pond_ingest::{discover, read_file, FileBatch, SourceKind};
+use pond_ingest::{
+    discover, read_file, FileBatch, FileCursor, ReadOutcome, SourceFile, SourceKind,
+};
 use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
 use pond_store::{indexes, Store, SyncWriter};
 
 pub const FLUSH_BYTES: usize = 64 << 20;
+/// Unread bytes per read window (two windows are in memory at once: one parsed, one read).
+const WINDOW_BYTES: u64 = 32 << 20;
+const WINDOW_FILES: usize = 512;
 pub const FLUSH_MESSAGES: usize = 100_000;
 const SKIP_EXAMPLES: usize = 50;
 
 #[derive(Debug)]
 pub enum SyncError {
     UnknownAgent(String),
+    Reader(String),
     Store(pond_store::StoreError),
 }
 
@@ -29,6 +38,7 @@ impl std::fmt::Display for SyncError {
             SyncError::UnknownAgent(a) => {
                 write!(f, "unknown source {a:?}: use claude-code or codex")
             }
+            SyncError::Reader(e) => write!(f, "a reader thread failed: {e}"),
             SyncError::Store(e) => e.fmt(f),
         }
     }
@@ -78,88 +88,172 @@ pub async fn run(
             }
         }
     }
+    let (windows, unread) = plan_windows(&files, &cursors);
     let mut prog = SyncProgress {
         files_total: files.len() as u64,
+        bytes_total: unread,
         ..SyncProgress::default()
     };
-    for f in &files {
-        let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
-        let done = cursors
-            .get(f.path.to_string_lossy().as_ref())
-            .map_or(0, |c| c.offset.min(size));
-        prog.bytes_total += size - done;
-    }
     progress(prog);
 
     let mut pending = FileBatch::default();
     let mut rewritten = Vec::new();
     let mut new_cursors = Vec::new();
     let mut sessions = HashSet::new();
-    for f in &files {
-        let path = f.path.to_string_lossy().into_owned();
-        let prev = cursors.get(&path);
-        let before = prev.map_or(0, |c| c.offset);
-        let out = read_file(f, prev);
-        report.files_seen += 1;
-        match out.mode {
-            ReadMode::Unchanged => report.files_unchanged += 1,
-            ReadMode::New => report.files_new += 1,
-            ReadMode::Appended => report.files_appended += 1,
-            ReadMode::Rewritten => {
-                report.files_rewritten += 1;
-                rewritten.push(path.clone());
+    // Files are read in windows: while window k is written, window k+1 is parsed on
+    // blocking threads (one per core), so parsing overlaps writing and uses every core.
+    // Outcomes are consumed in file order, so which replayed uuid is "first" never depends
+    // on thread timing.
+    let files = Arc::new(files);
+    let cursors = Arc::new(cursors);
+    let spawn = |range: Range<usize>| {
+        let (files, cursors) = (files.clone(), cursors.clone());
+        tokio::task::spawn_blocking(move || read_window(&files, range, &cursors))
+    };
+    let mut next = windows.first().cloned().map(spawn);
+    for w in 1..=windows.len() {
+        let (outcomes, read_ms) = next
+            .take()
+            .expect("a window is in flight")
+            .await
+            .map_err(|e| SyncError::Reader(e.to_string()))?;
+        next = windows.get(w).cloned().map(spawn);
+        report.read_ms += read_ms;
+        for (path, before, out) in outcomes {
+            report.files_seen += 1;
+            match out.mode {
+                ReadMode::Unchanged => report.files_unchanged += 1,
+                ReadMode::New => report.files_new += 1,
+                ReadMode::Appended => report.files_appended += 1,
+                ReadMode::Rewritten => {
+                    report.files_rewritten += 1;
+                    rewritten.push(path.clone());
+                }
+                ReadMode::Failed => report.files_failed += 1,
             }
-            ReadMode::Failed => report.files_failed += 1,
-        }
-        let read = match out.mode {
-            ReadMode::Appended => out.cursor.offset.saturating_sub(before),
-            _ => out.cursor.offset,
-        };
-        report.bytes_read += read;
-        report.lines_read += out.lines_read;
-        prog.files_done += 1;
-        prog.bytes_done += read;
-        prog.messages += out.batch.messages.len() as u64;
-        for s in &out.batch.sessions {
-            sessions.insert(s.id.clone());
-        }
-        for s in &out.batch.skips {
-            report.skipped += 1;
-            *report
-                .skipped_by_reason
-                .entry(reason_kind(&s.reason))
-                .or_default() += 1;
-            if report.skip_examples.len() < SKIP_EXAMPLES {
-                report.skip_examples.push(SkipNote {
-                    path: s.path.clone(),
-                    line: s.line,
-                    reason: s.reason.clone(),
-                });
+            let read = match out.mode {
+                ReadMode::Appended => out.cursor.offset.saturating_sub(before),
+                _ => out.cursor.offset,
+            };
+            report.bytes_read += read;
+            report.lines_read += out.lines_read;
+            prog.files_done += 1;
+            prog.bytes_done += read;
+            prog.messages += out.batch.messages.len() as u64;
+            for s in &out.batch.sessions {
+                sessions.insert(s.id.clone());
             }
-            tracing::debug!(path = %s.path, line = s.line, reason = %s.reason, "skipped");
+            for s in &out.batch.skips {
+                report.skipped += 1;
+                *report
+                    .skipped_by_reason
+                    .entry(reason_kind(&s.reason))
+                    .or_default() += 1;
+                if report.skip_examples.len() < SKIP_EXAMPLES {
+                    report.skip_examples.push(SkipNote {
+                        path: s.path.clone(),
+                        line: s.line,
+                        reason: s.reason.clone(),
+                    });
+                }
+                tracing::debug!(path = %s.path, line = s.line, reason = %s.reason, "skipped");
+            }
+            if !matches!(out.mode, ReadMode::Unchanged | ReadMode::Failed) {
+                new_cursors.push((path, out.cursor));
+            }
+            pending.append(out.batch);
+            if pending.approx_bytes() >= FLUSH_BYTES || pending.messages.len() >= FLUSH_MESSAGES {
+                flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
+            }
+            progress(prog);
         }
-        if !matches!(out.mode, ReadMode::Unchanged | ReadMode::Failed) {
-            new_cursors.push((path, out.cursor));
-        }
-        pending.append(out.batch);
-        if pending.approx_bytes() >= FLUSH_BYTES || pending.messages.len() >= FLUSH_MESSAGES {
-            flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
-        }
-        progress(prog);
     }
     flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
+    let t = Instant::now();
     writer.commit(new_cursors).await?;
+    report.write_ms += t.elapsed().as_millis() as u64;
     report.sessions_touched = sessions.len() as u64;
 
     if !req.skip_index {
         let wrote = report.messages_added > 0 || report.recovered_interrupted_sync;
+        let t = Instant::now();
         let idx = indexes::ensure_indexes(store, wrote).await?;
+        report.index_ms = t.elapsed().as_millis() as u64;
         report.indexes_created = idx.created as u64;
         report.indexes_updated = idx.updated;
         report.unindexed_rows = idx.unindexed_rows as u64;
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
+}
+
+/// Split the files into windows of about [`WINDOW_BYTES`] of unread data; also returns the
+/// unread bytes in all.
+fn plan_windows(
+    files: &[SourceFile],
+    cursors: &HashMap<String, FileCursor>,
+) -> (Vec<Range<usize>>, u64) {
+    let mut out = Vec::new();
+    let (mut start, mut bytes, mut total) = (0, 0u64, 0u64);
+    for (i, f) in files.iter().enumerate() {
+        let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
+        let done = cursors
+            .get(f.path.to_string_lossy().as_ref())
+            .map_or(0, |c| c.offset.min(size));
+        bytes += size - done;
+        total += size - done;
+        if bytes >= WINDOW_BYTES || i + 1 - start >= WINDOW_FILES {
+            out.push(start..i + 1);
+            (start, bytes) = (i + 1, 0);
+        }
+    }
+    if start < files.len() {
+        out.push(start..files.len());
+    }
+    (out, total)
+}
+
+/// One file's outcome, with its path and the offset it was read from.
+type Outcome = (String, u64, ReadOutcome);
+
+/// Read the files of one window on one thread per core; outcomes in file order, and the
+/// wall time it took.
+fn read_window(
+    files: &[SourceFile],
+    range: Range<usize>,
+    cursors: &HashMap<String, FileCursor>,
+) -> (Vec<Outcome>, u64) {
+    let started = Instant::now();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = AtomicUsize::new(range.start);
+    let mut all: Vec<(usize, Outcome)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= range.end {
+                            break mine;
+                        }
+                        let f = &files[i];
+                        let path = f.path.to_string_lossy().into_owned();
+                        let prev = cursors.get(&path);
+                        let before = prev.map_or(0, |c| c.offset);
+                        let out = read_file(f, prev);
+                        mine.push((i, (path, before, out)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("reader thread"))
+            .collect()
+    });
+    all.sort_by_key(|(i, _)| *i);
+    let outcomes = all.into_iter().map(|(_, o)| o).collect();
+    (outcomes, started.elapsed().as_millis() as u64)
 }
 
 async fn flush(
@@ -172,7 +266,9 @@ async fn flush(
     if batch.is_empty() {
         return Ok(());
     }
+    let t = Instant::now();
     let stats = writer.write(batch, rewritten).await?;
+    report.write_ms += t.elapsed().as_millis() as u64;
     rewritten.clear();
     report.messages_added += stats.messages as u64;
     report.parts_added += stats.parts as u64;
