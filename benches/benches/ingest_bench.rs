@@ -52,6 +52,10 @@ async fn bench(
         format!("{label}_messages_per_s"),
         json!((r.messages_added as f64 / secs).round()),
     );
+    let secs_of = |ms: u64| json!(ms as f64 / 1000.0);
+    figures.insert(format!("{label}_read_parse_s"), secs_of(r.read_ms));
+    figures.insert(format!("{label}_write_s"), secs_of(r.write_ms));
+    figures.insert(format!("{label}_index_s"), secs_of(r.index_ms));
     figures.insert(
         format!("{label}_noop_resync_s"),
         json!((noop * 1000.0).round() / 1000.0),

@@ -58,6 +58,9 @@ pub static MESSAGES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         utf8("source_agent", false),
         utf8("project", true),
         utf8("search_text", true),
+        // `search_text IS NOT NULL`, kept as its own narrow column: counting the messages in
+        // a search's scope then reads bits, not every message's text.
+        Field::new("searchable", DataType::Boolean, false),
         utf8("model", true),
         utf8("source_path", false),
         Field::new("source_line", DataType::UInt64, false),
@@ -118,6 +121,14 @@ fn timestamps(it: impl Iterator<Item = Option<i64>>) -> ArrayRef {
     Arc::new(b.finish())
 }
 
+fn bools(it: impl Iterator<Item = Option<bool>>) -> ArrayRef {
+    let mut b = BooleanBuilder::new();
+    for v in it {
+        b.append_option(v);
+    }
+    Arc::new(b.finish())
+}
+
 fn u64s(it: impl Iterator<Item = u64>) -> ArrayRef {
     let mut b = UInt64Builder::new();
     for v in it {
@@ -154,6 +165,7 @@ pub fn messages_batch(rows: &[&MessageRow]) -> Result<RecordBatch> {
             strings(rows.iter().map(|r| Some(r.source_agent.as_str()))),
             strings(rows.iter().map(|r| r.project.as_deref())),
             strings(rows.iter().map(|r| r.search_text.as_deref())),
+            bools(rows.iter().map(|r| Some(r.search_text.is_some()))),
             strings(rows.iter().map(|r| r.model.as_deref())),
             strings(rows.iter().map(|r| Some(r.source_path.as_str()))),
             u64s(rows.iter().map(|r| r.source_line)),
@@ -163,10 +175,8 @@ pub fn messages_batch(rows: &[&MessageRow]) -> Result<RecordBatch> {
 
 pub fn parts_batch(rows: &[&PartRow]) -> Result<RecordBatch> {
     let mut ordinal = UInt32Builder::new();
-    let mut is_error = BooleanBuilder::new();
     for r in rows {
         ordinal.append_value(r.ordinal);
-        is_error.append_option(r.is_error);
     }
     batch(
         &PARTS_SCHEMA,
@@ -177,7 +187,7 @@ pub fn parts_batch(rows: &[&PartRow]) -> Result<RecordBatch> {
             strings(rows.iter().map(|r| Some(r.part_type.as_str()))),
             strings(rows.iter().map(|r| r.tool_name.as_deref())),
             strings(rows.iter().map(|r| r.call_id.as_deref())),
-            Arc::new(is_error.finish()),
+            bools(rows.iter().map(|r| r.is_error)),
             strings(rows.iter().map(|r| r.text.as_deref())),
             strings(rows.iter().map(|r| r.body.as_deref())),
         ],

@@ -164,10 +164,9 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
     let ds = store.require(MESSAGES).await?;
     let filter = req.filters.to_sql()?;
     let scope_filter = match &filter {
-        Some(f) => format!("search_text IS NOT NULL AND {f}"),
-        None => "search_text IS NOT NULL".to_owned(),
+        Some(f) => format!("searchable AND {f}"),
+        None => "searchable".to_owned(),
     };
-    let in_scope = ds.count_rows(Some(scope_filter)).await?;
     // Recency re-sorts a larger pool of the best matches by time.
     let pool = match req.sort {
         SortBy::Relevance => req.limit,
@@ -193,7 +192,12 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
     if let Some(f) = &filter {
         scan.filter(f)?;
     }
-    let batches: Vec<_> = futures::TryStreamExt::try_collect(scan.try_into_stream().await?).await?;
+    // The scope count and the ranked query read different columns: run them together.
+    let ranked = async {
+        let stream = scan.try_into_stream().await?;
+        futures::TryStreamExt::try_collect::<Vec<_>>(stream).await
+    };
+    let (in_scope, batches) = futures::try_join!(ds.count_rows(Some(scope_filter)), ranked)?;
     let terms = query_terms(query);
     let mut hits = Vec::new();
     for b in &batches {

@@ -166,7 +166,7 @@ impl Store {
         Ok(StoreCounts {
             sessions: count(SESSIONS, None).await?,
             messages: count(MESSAGES, None).await?,
-            searchable_messages: count(MESSAGES, Some("search_text IS NOT NULL")).await?,
+            searchable_messages: count(MESSAGES, Some("searchable")).await?,
             parts: count(PARTS, None).await?,
             records: count(RECORDS, None).await?,
             files: count(FILES, None).await?,

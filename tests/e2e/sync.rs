@@ -170,14 +170,18 @@ fn bad_input_is_reported_and_the_rest_ingested() {
     write!(f, "{{\"type\":\"user\",\"uuid\":\"g3\",\"mess").unwrap();
     drop(f);
 
-    let r = env.json(&[
-        "sync",
-        "--source",
-        "claude-code",
-        "--path",
-        env.dir.path().join("bad").to_str().unwrap(),
-        "--json",
-    ]);
+    let bad_root = env.dir.path().join("bad");
+    let sync_bad = || {
+        env.json(&[
+            "sync",
+            "--source",
+            "claude-code",
+            "--path",
+            bad_root.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    let r = sync_bad();
     assert_eq!(r["messages_added"], 2, "{r}");
     assert_eq!(
         r["records_added"], 3,
@@ -217,14 +221,7 @@ fn bad_input_is_reported_and_the_rest_ingested() {
         .unwrap();
     writeln!(f, r#"age":{{"role":"user","content":"third line about okapis"}},"sessionId":"bad","timestamp":"2026-01-01T00:00:01Z"}}"#).unwrap();
     drop(f);
-    let r = env.json(&[
-        "sync",
-        "--source",
-        "claude-code",
-        "--path",
-        env.dir.path().join("bad").to_str().unwrap(),
-        "--json",
-    ]);
+    let r = sync_bad();
     assert_eq!(r["messages_added"], 1, "{r}");
     assert_eq!(r["skipped"], 0, "{r}");
     assert!(env.ok(&["search", "okapis"]).contains("g3"));
