@@ -72,7 +72,7 @@ fn main() {
             let mut q = rng.pick(TERMS).to_string();
             if rng.chance(0.3) {
                 q.push(' ');
-                q.push_str(*rng.pick(TERMS));
+                q.push_str(rng.pick::<&str>(TERMS));
             }
             let req = SearchRequest { query: q, filters: SearchFilters::default(), sort: SortBy::Relevance, limit: 10 };
             let t = Instant::now();

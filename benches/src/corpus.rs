@@ -318,7 +318,7 @@ fn sentence(r: &mut Rng, out: &mut String, min: u64, max: u64) {
             out.push(' ');
         }
         if i == n / 2 && r.chance(0.5) {
-            out.push_str(*r.pick(VERBS));
+            out.push_str(r.pick::<&str>(VERBS));
         } else if r.chance(0.04) {
             let _ = write!(out, "`{}_{}()`", r.zipf(WORDS), r.zipf(WORDS));
         } else if r.chance(0.03) {
@@ -330,7 +330,7 @@ fn sentence(r: &mut Rng, out: &mut String, min: u64, max: u64) {
                 r.pick(EXTS)
             );
         } else {
-            out.push_str(*r.zipf(WORDS));
+            out.push_str(r.zipf::<&str>(WORDS));
         }
     }
 }
@@ -347,7 +347,7 @@ fn prompt(r: &mut Rng) -> String {
         "refactor the",
         "explain the",
     ];
-    s.push_str(*r.pick(&openers));
+    s.push_str(r.pick::<&str>(&openers));
     s.push(' ');
     sentence(r, &mut s, 5, 30);
     s.push(if r.chance(0.6) { '?' } else { '.' });

@@ -68,10 +68,8 @@ impl CodexParser {
                 let inner = p.get("type").and_then(Value::as_str);
                 match ty {
                     "session_meta" => self.meta(c, p, raw),
-                    "turn_context" => {
-                        if c.session.project.is_none() {
-                            c.session.project = str_field(p, "cwd");
-                        }
+                    "turn_context" if c.session.project.is_none() => {
+                        c.session.project = str_field(p, "cwd");
                     }
                     "response_item" => self.item(c, line_no, ts, p, out),
                     _ => {}

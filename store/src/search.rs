@@ -226,7 +226,7 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
     }
     match req.sort {
         SortBy::Relevance => hits.sort_by(|a, b| b.score.total_cmp(&a.score)),
-        SortBy::Recency => hits.sort_by(|a, b| b.timestamp.cmp(&a.timestamp)),
+        SortBy::Recency => hits.sort_by_key(|h| std::cmp::Reverse(h.timestamp)),
     }
     hits.truncate(req.limit);
     let total = hits.len();
@@ -323,14 +323,7 @@ pub fn snippet(text: &str, terms: &[String], width: usize) -> String {
     if s > 0 {
         out.push('…');
     }
-    out.extend(
-        text[s..e]
-            .split_whitespace()
-            .flat_map(|w| [w, " "])
-            .collect::<String>()
-            .trim_end()
-            .chars(),
-    );
+    out.push_str(&text[s..e].split_whitespace().collect::<Vec<_>>().join(" "));
     if e < text.len() {
         out.push('…');
     }

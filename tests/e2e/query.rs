@@ -160,7 +160,7 @@ fn get_session_pages_never_split_messages() {
         "--json",
     ]);
     let n = small["messages"].as_array().unwrap().len();
-    assert!(n >= 1 && n < 8, "{n}");
+    assert!((1..8).contains(&n), "{n}");
     assert!(small["more_after"].is_string());
 
     let text = env.ok(&["get-session", id]);
