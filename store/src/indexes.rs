@@ -26,6 +26,10 @@ pub struct IndexReport {
     pub unindexed_rows: usize,
 }
 
+/// Memory the full-text index builder may hold before it spills a partition. Lance's default
+/// is 2 GiB per build worker, which made the builder the peak of a large sync.
+pub const FTS_BUILD_MEMORY_MIB: u64 = 512;
+
 /// The tokenizer pond indexes with: words, lowercased, English stemming, stop words
 /// removed, accents folded to ASCII.
 pub fn fts_params() -> InvertedIndexParams {
@@ -34,6 +38,7 @@ pub fn fts_params() -> InvertedIndexParams {
         .stem(true)
         .remove_stop_words(true)
         .ascii_folding(true)
+        .memory_limit_mb(FTS_BUILD_MEMORY_MIB)
 }
 
 /// Create missing indexes and, when `appended`, fold newly written rows into existing ones.
