@@ -17,6 +17,11 @@ pub fn time(ms: i64) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// ` · <title>`, or nothing for an untitled session.
+fn title_suffix(title: Option<&str>) -> String {
+    title.map(|t| format!(" · {t}")).unwrap_or_default()
+}
+
 fn indent(text: &str, pad: &str) -> String {
     text.lines()
         .map(|l| format!("{pad}{l}"))
@@ -40,10 +45,7 @@ pub fn search(r: &SearchResults) -> String {
             "{}. session {}{}\n   project {} · {}",
             n + 1,
             s.session_id,
-            s.title
-                .as_deref()
-                .map(|t| format!(" · {t}"))
-                .unwrap_or_default(),
+            title_suffix(s.title.as_deref()),
             s.project.as_deref().unwrap_or("-"),
             s.source_agent,
         );
@@ -79,10 +81,7 @@ fn session_header(out: &mut String, s: &SessionInfo) {
         out,
         "session {}{}\nproject {} · {} · {} → {}{}",
         s.id,
-        s.title
-            .as_deref()
-            .map(|t| format!(" · {t}"))
-            .unwrap_or_default(),
+        title_suffix(s.title.as_deref()),
         s.project.as_deref().unwrap_or("-"),
         s.source_agent,
         s.created_at.map(time).unwrap_or_else(|| "-".into()),
