@@ -142,7 +142,10 @@ pub struct Skip {
     pub reason: String,
 }
 
-/// Everything read from one file in one pass.
+/// Everything read from one file in one pass (or several files, appended in order).
+///
+/// Contract: the parts of a message are contiguous in `parts`, in the order of their
+/// messages in `messages`, with ordinals 0, 1, 2, ...; a message may have none.
 #[derive(Debug, Default)]
 pub struct FileBatch {
     pub sessions: Vec<SessionRow>,

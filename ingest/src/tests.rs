@@ -298,3 +298,24 @@ fn a_repeated_codex_meta_does_not_change_the_session() {
     let ids: Vec<_> = whole.batch.messages.iter().map(|m| m.id.as_str()).collect();
     assert_eq!(ids, ["A:2", "A:4"]);
 }
+
+/// The `FileBatch` contract the store relies on: each message's parts are contiguous, in
+/// message order, numbered from 0.
+#[test]
+fn parts_follow_their_messages_in_order() {
+    let b = read_all("", None);
+    let mut parts = b.parts.iter().peekable();
+    for m in &b.messages {
+        let mut ordinal = 0;
+        while let Some(p) =
+            parts.next_if(|p| p.message_id == m.id && p.source_line == m.source_line)
+        {
+            assert_eq!(p.ordinal, ordinal, "{}", m.id);
+            ordinal += 1;
+        }
+    }
+    assert!(
+        parts.next().is_none(),
+        "every part belongs to the message before it"
+    );
+}

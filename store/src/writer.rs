@@ -172,25 +172,29 @@ impl<'a> SyncWriter<'a> {
         }
 
         let ids = self.load_message_ids().await?;
-        let mut kept_occurrences = HashSet::new();
-        let messages: Vec<_> = batch
-            .messages
-            .iter()
-            .filter(|m| {
-                let fresh = ids.insert(xxh3_128(m.id.as_bytes()));
+        let mut messages = Vec::with_capacity(batch.messages.len());
+        let mut parts = Vec::with_capacity(batch.parts.len());
+        // Parts follow their messages in order, each message's numbered from 0 (the
+        // `FileBatch` contract): walk both in step, so a replayed message's parts go with it
+        // even when two files hold the same id at the same line.
+        let mut pending_parts = batch.parts.iter().peekable();
+        for m in &batch.messages {
+            let fresh = ids.insert(xxh3_128(m.id.as_bytes()));
+            if fresh {
+                messages.push(m);
+            } else {
+                stats.duplicate_messages += 1;
+            }
+            let mut next_ordinal = 0;
+            while let Some(p) = pending_parts.next_if(|p| {
+                p.ordinal == next_ordinal && p.message_id == m.id && p.source_line == m.source_line
+            }) {
+                next_ordinal += 1;
                 if fresh {
-                    kept_occurrences.insert((m.id.as_str(), m.source_line));
-                } else {
-                    stats.duplicate_messages += 1;
+                    parts.push(p);
                 }
-                fresh
-            })
-            .collect();
-        let parts: Vec<_> = batch
-            .parts
-            .iter()
-            .filter(|p| kept_occurrences.contains(&(p.message_id.as_str(), p.source_line)))
-            .collect();
+            }
+        }
 
         let mut seen = HashMap::new();
         for path in rewritten {

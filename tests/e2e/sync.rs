@@ -261,3 +261,24 @@ fn rows_not_yet_indexed_are_still_found() {
     let status = env.json(&["status", "--json"]);
     assert_eq!(status["unindexed_rows"], 0);
 }
+
+#[test]
+fn a_resumed_copy_at_the_same_lines_stores_each_message_and_its_parts_once() {
+    let env = Env::new();
+    let src = env.sources();
+    let dir = src.join("claude/projects/-home-dev-shop");
+    let original = dir.join("11111111-1111-4111-8111-111111111111.jsonl");
+    // A resumed session replays the original's lines (same uuids, same line numbers).
+    std::fs::copy(
+        &original,
+        dir.join("99999999-9999-4999-8999-999999999999.jsonl"),
+    )
+    .unwrap();
+    env.sync(&src);
+    let per_message = env.sql_json(
+        "SELECT message_id, count(*) AS n FROM parts GROUP BY message_id HAVING count(*) > 1 AND message_id <> 'c-u4'",
+    );
+    assert_eq!(per_message, serde_json::json!([]), "no part stored twice");
+    assert_eq!(env.count("messages"), 23);
+    assert_eq!(env.count("parts"), 24);
+}
