@@ -159,7 +159,9 @@ enum Command {
 }
 
 fn default_store() -> PathBuf {
+    // An empty XDG_DATA_HOME counts as unset (XDG base directory spec).
     let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
         .unwrap_or_else(|| PathBuf::from("."));
@@ -361,6 +363,10 @@ async fn sync(
             })
             .collect(),
     };
+    let searched: Vec<String> = sources
+        .iter()
+        .map(|s| s.path.display().to_string())
+        .collect();
     let req = SyncRequest {
         sources,
         skip_index: no_index,
@@ -388,6 +394,12 @@ async fn sync(
     let report = pond_workers::sync::run(store, &req, &mut on_progress).await?;
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if report.files_seen == 0 {
+        eprintln!(
+            "pond: no session files found under {}; point --path at a folder of session files",
+            searched.join(", ")
+        );
     }
     let peak = footprint::of_self().map(|f| f.hwm_kib).unwrap_or(0);
     if json {
