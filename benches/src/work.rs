@@ -12,10 +12,6 @@ pub fn arg(name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-pub fn flag(name: &str) -> bool {
-    std::env::args().any(|a| a == name)
-}
-
 /// `--work DIR`, default `$CARGO_TARGET_DIR/pond-bench` (else `target/pond-bench`).
 pub fn work_dir() -> PathBuf {
     arg("--work").map(PathBuf::from).unwrap_or_else(|| {

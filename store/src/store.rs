@@ -36,7 +36,6 @@ impl Default for StoreConfig {
 pub struct Store {
     root: PathBuf,
     session: Arc<Session>,
-    config: StoreConfig,
 }
 
 /// Rows per dataset, for summaries and status.
@@ -67,20 +66,11 @@ impl Store {
         Ok(Store {
             root: root.to_path_buf(),
             session,
-            config,
         })
     }
 
     pub fn root(&self) -> &Path {
         &self.root
-    }
-
-    pub fn config(&self) -> StoreConfig {
-        self.config
-    }
-
-    pub fn session(&self) -> Arc<Session> {
-        self.session.clone()
     }
 
     pub(crate) fn table_path(&self, name: &str) -> PathBuf {

@@ -3,8 +3,6 @@
 //! Footprint = `RssAnon + VmSwap`: anonymous memory resident or swapped. File-backed pages
 //! (the binary, mapped files, page cache) do not count. `VmHWM` is the peak resident set.
 
-use serde_json::json;
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Footprint {
     pub rss_anon_kib: u64,
@@ -15,15 +13,6 @@ pub struct Footprint {
 impl Footprint {
     pub fn footprint_kib(&self) -> u64 {
         self.rss_anon_kib + self.swap_kib
-    }
-
-    pub fn to_json(&self) -> serde_json::Value {
-        json!({
-            "footprint_kib": self.footprint_kib(),
-            "rss_anon_kib": self.rss_anon_kib,
-            "swap_kib": self.swap_kib,
-            "hwm_kib": self.hwm_kib,
-        })
     }
 }
 
