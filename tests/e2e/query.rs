@@ -267,3 +267,18 @@ fn status_reports_counts() {
     assert_eq!(v["counts"]["searchable_messages"], 11);
     assert_eq!(v["unindexed_rows"], 0);
 }
+
+#[test]
+fn words_inside_chinese_text_are_found() {
+    let env = Env::new();
+    let dir = env.dir.path().join("zh/projects/-w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = r#"{"type":"user","uuid":"zh-1","sessionId":"zh","cwd":"/w","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"请修复这个服务的兼容问题，然后运行测试"}}"#;
+    std::fs::write(dir.join("zh.jsonl"), format!("{line}\n")).unwrap();
+    env.sync(&env.dir.path().join("zh"));
+    // "兼容" stands inside a run of Chinese with no spaces: it is found as a word.
+    let v = env.json(&["search", "兼容", "--json"]);
+    assert_eq!(v["hits"], 1, "{v}");
+    let v = env.json(&["search", "测试", "--json"]);
+    assert_eq!(v["hits"], 1, "{v}");
+}
