@@ -260,8 +260,8 @@ async fn run(cli: Cli) -> Result<()> {
         } => {
             let req = PageRequest {
                 from: match from {
-                    FromEnd::Start => get::From::Start,
-                    FromEnd::End => get::From::End,
+                    FromEnd::Start => get::PageFrom::Start,
+                    FromEnd::End => get::PageFrom::End,
                 },
                 limit,
                 after,

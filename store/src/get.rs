@@ -80,8 +80,9 @@ pub struct MessageContext {
     pub after: Vec<MessageView>,
 }
 
+/// Which end of a session a first page starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum From {
+pub enum PageFrom {
     #[default]
     Start,
     End,
@@ -89,7 +90,7 @@ pub enum From {
 
 #[derive(Debug, Clone, Default)]
 pub struct PageRequest {
-    pub from: From,
+    pub from: PageFrom,
     pub limit: usize,
     pub after: Option<String>,
     pub before: Option<String>,
@@ -343,7 +344,7 @@ pub async fn get_session(
             let p = position_of(&entries, b, "before")?;
             (p.saturating_sub(limit), p, true)
         }
-        _ if req.from == From::End => (total.saturating_sub(limit), total, true),
+        _ if req.from == PageFrom::End => (total.saturating_sub(limit), total, true),
         _ => (0, limit.min(total), false),
     };
     let ids: Vec<&str> = entries[lo..hi].iter().map(|e| e.id.as_str()).collect();
