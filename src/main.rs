@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use pond_ingest::SourceKind;
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_store::get::{self, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchRequest, SortBy};
@@ -338,27 +339,20 @@ async fn sync(
     json: bool,
     no_index: bool,
 ) -> Result<()> {
-    let agent_name = |a: Agent| match a {
-        Agent::ClaudeCode => "claude-code".to_owned(),
-        Agent::Codex => "codex".to_owned(),
-    };
-    let sources = match (source, path) {
-        (s, Some(p)) => vec![SyncSource {
-            agent: s.map(agent_name),
+    let wanted = source.map(|a| match a {
+        Agent::ClaudeCode => SourceKind::ClaudeCode,
+        Agent::Codex => SourceKind::Codex,
+    });
+    let sources = match path {
+        Some(p) => vec![SyncSource {
+            agent: wanted.map(|k| k.as_str().to_owned()),
             path: p,
         }],
-        (s, None) => pond_ingest::discover::default_sources()
+        None => pond_ingest::discover::default_sources()
             .into_iter()
-            .filter(|(k, _)| match s {
-                None => true,
-                Some(Agent::ClaudeCode) => *k == pond_ingest::SourceKind::ClaudeCode,
-                Some(Agent::Codex) => *k == pond_ingest::SourceKind::Codex,
-            })
+            .filter(|(k, _)| wanted.is_none_or(|w| w == *k))
             .map(|(k, p)| SyncSource {
-                agent: Some(match k {
-                    pond_ingest::SourceKind::ClaudeCode => "claude-code".into(),
-                    pond_ingest::SourceKind::Codex => "codex".into(),
-                }),
+                agent: Some(k.as_str().to_owned()),
                 path: p,
             })
             .collect(),

@@ -22,6 +22,14 @@ impl SourceKind {
             _ => None,
         }
     }
+
+    /// The name [`SourceKind::parse`] reads back: `claude-code` or `codex`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::ClaudeCode => crate::model::AGENT_CLAUDE,
+            SourceKind::Codex => crate::model::AGENT_CODEX,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -368,8 +368,8 @@ impl<'a> Pass<'a> {
 
     fn finish(mut self, cursor: &mut FileCursor) -> FileBatch {
         cursor.format = match &self.parser {
-            Some(Parser::Claude(_)) => Some("claude-code".into()),
-            Some(Parser::Codex(_)) => Some("codex".into()),
+            Some(Parser::Claude(_)) => Some(SourceKind::ClaudeCode.as_str().into()),
+            Some(Parser::Codex(_)) => Some(SourceKind::Codex.as_str().into()),
             None => None,
         };
         let source_agent = match &self.parser {
