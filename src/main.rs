@@ -174,6 +174,16 @@ fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
     Ok(())
 }
 
+/// Print a result as JSON, or as its text rendering.
+fn emit<T: serde::Serialize>(json: bool, value: &T, text: fn(&T) -> String) -> Result<()> {
+    if json {
+        print_json(value)
+    } else {
+        print!("{}", text(value));
+        Ok(())
+    }
+}
+
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -243,12 +253,7 @@ async fn run(cli: Cli) -> Result<()> {
                 limit,
             };
             let results = search::search(&store, &req).await?;
-            if json {
-                print_json(&results)
-            } else {
-                print!("{}", render::search(&results));
-                Ok(())
-            }
+            emit(json, &results, render::search)
         }
         Command::GetSession {
             id,
@@ -270,21 +275,11 @@ async fn run(cli: Cli) -> Result<()> {
                 max_bytes,
             };
             let page = get::get_session(&store, &id, &req).await?;
-            if json {
-                print_json(&page)
-            } else {
-                print!("{}", render::session_page(&page));
-                Ok(())
-            }
+            emit(json, &page, render::session_page)
         }
         Command::GetMessage { id, context, json } => {
             let c = get::get_message(&store, &id, context, context).await?;
-            if json {
-                print_json(&c)
-            } else {
-                print!("{}", render::message_context(&c));
-                Ok(())
-            }
+            emit(json, &c, render::message_context)
         }
         Command::Sql {
             query,
