@@ -172,11 +172,15 @@ pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
         lines_read += 1;
         pass.line(line_no, line_start, &buf, consumed);
     }
-    // The head identifies the file next time: hash what we consumed of it.
-    cursor.head_len = cursor.offset.min(HEAD_BYTES);
-    if let Ok(mut f) = File::open(&file.path) {
-        if let Ok(h) = head_hash(&mut f, cursor.head_len) {
-            cursor.head_hash = h;
+    // The head identifies the file next time: hash what we consumed of it. A resumed read
+    // whose head was already whole keeps the hash it was just checked against.
+    let head_len = cursor.offset.min(HEAD_BYTES);
+    if head_len != cursor.head_len {
+        cursor.head_len = head_len;
+        if let Ok(mut f) = File::open(&file.path) {
+            if let Ok(h) = head_hash(&mut f, head_len) {
+                cursor.head_hash = h;
+            }
         }
     }
     let batch = pass.finish(&mut cursor);
