@@ -3,17 +3,22 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use pond_ingest::SourceKind;
+use pond_protocol::job::{RebuildReport, RebuildRequest};
 use pond_protocol::sync::{SyncRequest, SyncSource};
+use pond_protocol::{Job, Output, Progress, WorkerKind};
 use pond_store::get::{self, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchRequest, SortBy};
 use pond_store::sql::{self, SqlFormat, SqlLimits};
 use pond_store::{Store, StoreConfig};
-use pond_supervisor::{footprint, render};
+use pond_supervisor::{
+    render, JobOptions, LocalJobs, Runner, WorkerCommand, Workers, WorkersConfig,
+};
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +46,16 @@ struct Cli {
         default_value_t = 32
     )]
     metadata_cache_mib: usize,
+    /// Run heavy jobs (sync, rebuild, SQL) inside this process instead of worker processes:
+    /// the single-process baseline, and a debugging aid
+    #[arg(long, global = true, env = "POND_IN_PROCESS")]
+    in_process: bool,
+    /// An idle SQL worker exits after this many seconds
+    #[arg(long, global = true, default_value_t = 60)]
+    worker_idle_secs: u64,
+    /// Kill the SQL worker if its footprint passes this many MiB (0: no budget)
+    #[arg(long, global = true, default_value_t = 1536)]
+    sql_memory_mib: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -157,6 +172,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the archive to an agent over MCP (stdio)
+    Mcp,
+    /// Rebuild indexes from scratch in a worker (a serving `pond mcp` keeps answering)
+    Rebuild {
+        /// Only the full-text index
+        #[arg(long)]
+        fts: bool,
+        /// Only the scalar (B-tree) indexes
+        #[arg(long)]
+        scalar: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run as a worker process (started by pond itself)
+    #[command(hide = true)]
+    Worker {
+        kind: String,
+        #[arg(long)]
+        ipc: String,
+        #[arg(long)]
+        parent: u32,
+    },
 }
 
 fn default_store() -> PathBuf {
@@ -193,6 +230,9 @@ fn main() -> std::process::ExitCode {
         )
         .init();
     let cli = Cli::parse();
+    if let Command::Worker { kind, ipc, parent } = &cli.command {
+        return worker(&cli, kind, ipc, *parent);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -209,21 +249,125 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<()> {
-    let root = cli.store.clone().unwrap_or_else(default_store);
-    let config = StoreConfig {
+fn store_config(cli: &Cli) -> StoreConfig {
+    StoreConfig {
         index_cache_bytes: cli.index_cache_mib << 20,
         metadata_cache_bytes: cli.metadata_cache_mib << 20,
+    }
+}
+
+/// `pond worker <kind>`: serve jobs for the front that started this process.
+fn worker(cli: &Cli, kind: &str, ipc: &str, parent: u32) -> std::process::ExitCode {
+    let Some(kind) = WorkerKind::parse(kind) else {
+        eprintln!("pond: unknown worker kind {kind:?}");
+        return std::process::ExitCode::FAILURE;
     };
-    let store = Store::open(&root, config)
+    let root = cli.store.clone().unwrap_or_else(default_store);
+    let args = pond_workers::process::WorkerArgs {
+        kind,
+        ipc: ipc.to_owned(),
+        parent,
+    };
+    match pond_workers::process::serve(&root, store_config(cli), args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pond worker: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Where this process runs heavy jobs: worker processes, or itself with `--in-process`.
+fn runner(cli: &Cli, store: &Arc<Store>) -> Result<Runner> {
+    if cli.in_process {
+        let store = store.clone();
+        let local: LocalJobs = Arc::new(move |job, progress| {
+            let store = store.clone();
+            Box::pin(async move {
+                let mut report = |p| {
+                    if let Some(tx) = &progress {
+                        let _ = tx.send(p);
+                    }
+                };
+                pond_workers::jobs::execute(&store, job, &mut report).await
+            })
+        });
+        return Ok(Runner::InProcess(local));
+    }
+    let exe = std::env::current_exe().context("cannot find the pond executable")?;
+    let mut args: Vec<std::ffi::OsString> = vec!["--store".into(), store.root().into()];
+    args.extend([
+        "--index-cache-mib".into(),
+        cli.index_cache_mib.to_string().into(),
+        "--metadata-cache-mib".into(),
+        cli.metadata_cache_mib.to_string().into(),
+    ]);
+    let mut config = WorkersConfig::new(WorkerCommand { exe, args });
+    config.idle_exit = Duration::from_secs(cli.worker_idle_secs.max(1));
+    if cli.sql_memory_mib > 0 {
+        config
+            .memory_budget_kib
+            .insert(WorkerKind::Sql, cli.sql_memory_mib << 10);
+    }
+    Ok(Runner::Workers(Workers::start(config)))
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let root = cli.store.clone().unwrap_or_else(default_store);
+    let store = Store::open(&root, store_config(&cli))
         .with_context(|| format!("cannot open the store at {}", root.display()))?;
+    let store = Arc::new(store);
+    let runner = matches!(
+        cli.command,
+        Command::Mcp | Command::Rebuild { .. } | Command::Sync { .. }
+    )
+    .then(|| runner(&cli, &store))
+    .transpose()?;
+    let runner = || runner.clone().expect("a runner for this command");
     match cli.command {
+        Command::Worker { .. } => unreachable!("handled before the runtime starts"),
+        Command::Mcp => {
+            let runner = runner();
+            pond_supervisor::mcp::serve_stdio(store, runner)
+                .await
+                .map_err(anyhow::Error::msg)
+        }
+        Command::Rebuild { fts, scalar, json } => {
+            let runner = runner();
+            let req = RebuildRequest {
+                fts: fts || !scalar,
+                scalar: scalar || !fts,
+            };
+            let result = rebuild(&runner, req).await;
+            runner.shutdown().await;
+            let report = result?;
+            if json {
+                print_json(&report)
+            } else {
+                for (step, ms) in &report.steps {
+                    println!("rebuilt {step} in {:.1} s", *ms as f64 / 1000.0);
+                }
+                println!(
+                    "{} messages, {} not yet indexed; {:.1} s, worker peak {} MiB",
+                    report.rows,
+                    report.unindexed_rows,
+                    report.elapsed_ms as f64 / 1000.0,
+                    report.peak_kib >> 10
+                );
+                Ok(())
+            }
+        }
         Command::Sync {
             source,
             path,
             json,
             no_index,
-        } => sync(&store, source, path, json, no_index).await,
+        } => {
+            let runner = runner();
+            let result = sync(&store, &runner, source, path, json, no_index).await;
+            runner.shutdown().await;
+            result
+        }
         Command::Search {
             query,
             project,
@@ -302,7 +446,7 @@ async fn run(cli: Cli) -> Result<()> {
             if format == SqlFormat::Table {
                 println!();
             }
-            eprintln!("{}", render::sql_footer(&result));
+            eprintln!("{}", result.footer());
             Ok(())
         }
         Command::Status { json } => {
@@ -327,8 +471,30 @@ async fn run(cli: Cli) -> Result<()> {
     }
 }
 
+async fn rebuild(runner: &Runner, req: RebuildRequest) -> Result<RebuildReport> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = JobOptions {
+        deadline: None,
+        progress: Some(tx),
+    };
+    let show = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            if let Progress::Step(step) = p {
+                eprintln!("pond: rebuilding {step}");
+            }
+        }
+    });
+    let outcome = runner.run(Job::Rebuild(req), opts).await;
+    let _ = show.await;
+    match outcome? {
+        Output::Rebuild(r) => Ok(r),
+        other => anyhow::bail!("unexpected reply to a rebuild: {other:?}"),
+    }
+}
+
 async fn sync(
     store: &Store,
+    runner: &Runner,
     source: Option<Agent>,
     path: Option<PathBuf>,
     json: bool,
@@ -370,30 +536,42 @@ async fn sync(
         );
         b
     });
-    let mut on_progress = |p: pond_protocol::sync::SyncProgress| {
-        if let Some(b) = &bar {
-            b.set_length(p.bytes_total);
-            b.set_position(p.bytes_done);
-            b.set_message(format!(
-                "{}/{} files, {} messages",
-                p.files_done, p.files_total, p.messages
-            ));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let show_bar = bar.clone();
+    let show = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            if let (Some(b), Progress::Sync(p)) = (&show_bar, p) {
+                b.set_length(p.bytes_total);
+                b.set_position(p.bytes_done);
+                b.set_message(format!(
+                    "{}/{} files, {} messages",
+                    p.files_done, p.files_total, p.messages
+                ));
+            }
         }
+    });
+    let opts = JobOptions {
+        deadline: None,
+        progress: Some(tx),
     };
-    let report = pond_workers::sync::run(store, &req, &mut on_progress).await?;
+    let outcome = runner.run(Job::Sync(req), opts).await;
+    let _ = show.await;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    let report = match outcome? {
+        Output::Sync(r) => r,
+        other => anyhow::bail!("unexpected reply to a sync: {other:?}"),
+    };
     if report.files_seen == 0 {
         eprintln!(
             "pond: no session files found under {}; point --path at a folder of session files",
             searched.join(", ")
         );
     }
-    let peak = footprint::of_self().map(|f| f.hwm_kib).unwrap_or(0);
     if json {
         let mut v = serde_json::to_value(&report)?;
-        v["peak_rss_kib"] = peak.into();
+        v["peak_rss_kib"] = report.peak_kib.into();
         v["store"] = serde_json::json!(store.root());
         print_json(&v)
     } else {

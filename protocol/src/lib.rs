@@ -1,12 +1,25 @@
-//! The contract between pond's front process and its workers: job requests, reports and
-//! progress, as plain serde types.
+//! The contract between pond's front process and its workers: worker kinds, the handshake,
+//! jobs, their progress, outcomes and errors.
 //!
-//! What it is for: every message that will cross the process boundary is defined here, so the
-//! front and a worker agree on one definition and a version. It depends on nothing heavy
-//! (serde only) and knows nothing of Lance, parsers or processes; `pond-workers` runs the
-//! jobs, `pond-supervisor` will carry them over IPC.
+//! What it is for: every message that crosses the process boundary is defined here, so the
+//! front and a worker agree on one definition and one version ([`PROTOCOL_VERSION`], checked
+//! in the [`Hello`] handshake before the first job). Messages travel over `ipc-channel`
+//! (postcard encoding), so types here use plain serde shapes: no `skip_serializing_if`,
+//! no flattening, no untagged enums.
+//!
+//! [`footprint`] is how both sides measure a process's memory (`/proc`), so the front's
+//! budgets and a worker's own report use one definition.
+//!
+//! What it is not: a process manager. It knows nothing of Lance, parsers or processes;
+//! `pond-workers` runs the jobs and `pond-supervisor` carries them.
 
+pub mod footprint;
+pub mod job;
 pub mod sync;
 
+pub use job::{
+    ErrorKind, FromWorker, Hello, Job, JobError, Output, Progress, ToWorker, WorkerKind,
+};
+
 /// Bumped whenever a type in this crate changes shape.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;

@@ -69,4 +69,6 @@ pub struct SyncReport {
     pub read_ms: u64,
     pub write_ms: u64,
     pub index_ms: u64,
+    /// Peak resident memory (VmHWM) of the process that ran the sync, KiB.
+    pub peak_kib: u64,
 }

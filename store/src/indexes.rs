@@ -105,3 +105,44 @@ pub async fn unindexed_rows(ds: &lance::Dataset) -> Result<usize> {
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0) as usize)
 }
+
+/// Rebuild indexes from scratch: the full-text index as one segment instead of a base plus
+/// appended deltas, and the scalar indexes. `step` is told each step's name as it starts.
+/// Holds the store lock, so a rebuild never overlaps a sync or another rebuild; readers keep
+/// the previous index version until the new one is committed.
+pub async fn rebuild(
+    store: &Store,
+    fts: bool,
+    scalar: bool,
+    step: &mut (dyn FnMut(&str) + Send),
+) -> Result<Vec<(String, u64)>> {
+    let _lock = store.lock()?;
+    let mut done = Vec::new();
+    let Some(mut ds) = store.dataset(MESSAGES).await? else {
+        return Ok(done);
+    };
+    let mut todo: Vec<(&str, &str, IndexType)> = Vec::new();
+    if fts {
+        todo.push(("search_text", FTS_INDEX, IndexType::Inverted));
+    }
+    if scalar {
+        todo.extend(
+            SCALAR_INDEXES
+                .iter()
+                .map(|(col, name)| (*col, *name, IndexType::BTree)),
+        );
+    }
+    for (col, name, kind) in todo {
+        let label = format!("{name} on messages.{col}");
+        step(&label);
+        let started = std::time::Instant::now();
+        let params: Box<dyn lance_index::IndexParams> = match kind {
+            IndexType::Inverted => Box::new(fts_params()),
+            _ => Box::new(ScalarIndexParams::default()),
+        };
+        ds.create_index(&[col], kind, Some(name.into()), params.as_ref(), true)
+            .await?;
+        done.push((label, started.elapsed().as_millis() as u64));
+    }
+    Ok(done)
+}

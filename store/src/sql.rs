@@ -51,6 +51,18 @@ pub struct SqlResult {
     pub elapsed: Duration,
 }
 
+impl SqlResult {
+    /// Rows, time, and why the result stops early if it does.
+    pub fn footer(&self) -> String {
+        let mut s = format!("{} rows in {} ms", self.rows, self.elapsed.as_millis());
+        if let Some(t) = &self.truncated {
+            s.push_str("; ");
+            s.push_str(t);
+        }
+        s
+    }
+}
+
 /// Refuse anything but one read-only query.
 pub fn check_read_only(sql: &str) -> Result<()> {
     let statements = DFParser::parse_sql(sql)

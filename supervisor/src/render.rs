@@ -8,7 +8,6 @@ use std::fmt::Write;
 use pond_protocol::sync::SyncReport;
 use pond_store::get::{MessageContext, MessageView, SessionInfo, SessionPage};
 use pond_store::search::SearchResults;
-use pond_store::sql::SqlResult;
 use pond_store::StoreCounts;
 
 pub fn time(ms: i64) -> String {
@@ -186,15 +185,6 @@ pub fn message_context(c: &MessageContext) -> String {
         c.message.position, c.total_messages, c.message.source_path, c.message.source_line
     );
     out
-}
-
-pub fn sql_footer(r: &SqlResult) -> String {
-    let mut s = format!("{} rows in {} ms", r.rows, r.elapsed.as_millis());
-    if let Some(t) = &r.truncated {
-        s.push_str("; ");
-        s.push_str(t);
-    }
-    s
 }
 
 pub fn sync_report(r: &SyncReport) -> String {

@@ -99,3 +99,58 @@ pub fn copy_dir(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// The pids whose parent is `pid` (from /proc; zombies included, so a reaped child is gone).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+        if ppid == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// Whether a process exists at all (a zombie counts: it has not been reaped).
+pub fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Wait until `f` holds, up to `secs` seconds.
+pub fn wait_for(secs: f64, mut f: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    while std::time::Instant::now() < until {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    f()
+}
+
+/// A process's footprint (RssAnon + VmSwap), KiB.
+pub fn footprint_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| -> u64 {
+        s.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    field("RssAnon:") + field("VmSwap:")
+}
+
+/// Send `sig` to `pid`.
+pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).expect("kill");
+}

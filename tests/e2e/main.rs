@@ -5,5 +5,6 @@
 mod common;
 mod corpus;
 mod faults;
+mod mcp;
 mod query;
 mod sync;

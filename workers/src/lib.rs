@@ -1,10 +1,15 @@
-//! The jobs that pond runs outside its long-lived front process: one module per job kind.
+//! The jobs that pond runs outside its long-lived front process, and the worker process
+//! that runs them.
 //!
-//! What it is for: work whose memory grows with the corpus or the input. Today that is the
-//! sync job ([`sync`]), run by `pond sync`; the supervisor runs the same functions in
-//! short-lived worker processes, so the front never holds their peaks.
+//! What it is for: work whose memory grows with the corpus or the input: ingest ([`sync`]),
+//! index rebuilds and SQL, all behind one entry point ([`jobs::execute`]). A worker process
+//! ([`process::serve`], started as `pond worker <kind>`) runs jobs it receives over IPC and
+//! exits, handing every page back to the OS; the front's `--in-process` mode calls the same
+//! entry point directly.
 //!
-//! What it is not: a process manager. A job here is an async function from a
-//! `pond-protocol` request to a report; which process calls it is the caller's business.
+//! What it is not: a process manager. Spawning, deadlines and budgets belong to the
+//! supervisor; a job here is an async function from a `pond-protocol` request to an outcome.
 
+pub mod jobs;
+pub mod process;
 pub mod sync;

@@ -65,7 +65,7 @@ fn reason_kind(reason: &str) -> String {
 pub async fn run(
     store: &Store,
     req: &SyncRequest,
-    progress: &mut dyn FnMut(SyncProgress),
+    progress: &mut (dyn FnMut(SyncProgress) + Send),
 ) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
     let mut report = SyncReport::default();

@@ -1,0 +1,283 @@
+//! Jobs and the messages that carry them between the front and a worker.
+//!
+//! A worker connects to the front's one-shot server and sends [`FromWorker::Hello`] with the
+//! sender of its job channel. The front then sends [`ToWorker::Run`] one job at a time; the
+//! worker answers with any number of [`FromWorker::Progress`] and one [`FromWorker::Done`]
+//! carrying the same id. [`ToWorker::Exit`], or the front's end of the channel closing, ends
+//! the worker.
+
+use ipc_channel::ipc::IpcSender;
+use serde::{Deserialize, Serialize};
+
+use crate::sync::{SyncProgress, SyncReport, SyncRequest};
+
+/// What a worker process is for. One actor in the front manages each kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum WorkerKind {
+    /// Read-only SQL; long-lived until idle, killed on timeout or memory budget.
+    Sql,
+    /// Ingest (sync); one job, then exit.
+    Sync,
+    /// Index rebuilds; one job, then exit.
+    Index,
+}
+
+impl WorkerKind {
+    pub const ALL: [WorkerKind; 3] = [WorkerKind::Sql, WorkerKind::Sync, WorkerKind::Index];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerKind::Sql => "sql",
+            WorkerKind::Sync => "sync",
+            WorkerKind::Index => "index",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<WorkerKind> {
+        WorkerKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Whether a worker of this kind runs one job and exits.
+    pub fn one_shot(self) -> bool {
+        !matches!(self, WorkerKind::Sql)
+    }
+}
+
+impl std::fmt::Display for WorkerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The handshake: the first message a worker sends.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Hello {
+    pub version: u32,
+    pub kind: WorkerKind,
+    pub pid: u32,
+    /// Where the front sends jobs.
+    pub jobs: IpcSender<ToWorker>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum ToWorker {
+    Run {
+        id: u64,
+        job: Job,
+    },
+    /// Finish and exit (the front also treats its channel closing as this).
+    Exit,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum FromWorker {
+    Hello(Hello),
+    Progress {
+        id: u64,
+        progress: Progress,
+    },
+    Done {
+        id: u64,
+        outcome: Result<Output, JobError>,
+    },
+    /// Sent by the front itself to release its own pending accept when a worker never
+    /// connected (the one-shot server's accept has no timeout). Never sent by a worker.
+    Abandoned,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Job {
+    /// Answered at once: measures the round trip.
+    Ping,
+    Sql(SqlJob),
+    Sync(SyncRequest),
+    Rebuild(RebuildRequest),
+}
+
+impl Job {
+    /// The kind of worker that runs this job.
+    pub fn kind(&self) -> WorkerKind {
+        match self {
+            Job::Ping | Job::Sql(_) => WorkerKind::Sql,
+            Job::Sync(_) => WorkerKind::Sync,
+            Job::Rebuild(_) => WorkerKind::Index,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SqlFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SqlJob {
+    pub query: String,
+    pub format: SqlFormat,
+    pub max_rows: u64,
+    pub max_bytes: u64,
+    pub timeout_ms: u64,
+}
+
+/// A bounded, rendered SQL result: the rows never cross IPC as data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SqlOutput {
+    pub text: String,
+    /// Rows, time, and why the result stops early if it does.
+    pub footer: String,
+    pub rows: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RebuildRequest {
+    /// Rebuild the full-text index from scratch (one segment instead of many deltas).
+    pub fts: bool,
+    /// Rebuild the scalar (B-tree) indexes.
+    pub scalar: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RebuildReport {
+    /// What was rebuilt, in order, with the time each step took.
+    pub steps: Vec<(String, u64)>,
+    pub rows: u64,
+    pub unindexed_rows: u64,
+    pub elapsed_ms: u64,
+    /// The worker's peak resident memory (VmHWM), KiB.
+    pub peak_kib: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Output {
+    Pong,
+    Sql(SqlOutput),
+    Sync(SyncReport),
+    Rebuild(RebuildReport),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Progress {
+    Sync(SyncProgress),
+    /// A named step of a longer job has started.
+    Step(String),
+}
+
+/// Why a job failed, in words a caller can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorKind {
+    /// The request itself is wrong (bad SQL, unknown source): fix it and retry.
+    Invalid,
+    /// What was asked for does not exist.
+    NotFound,
+    /// The job ran past its deadline and was stopped.
+    Timeout,
+    /// The worker grew past its memory budget and was killed.
+    OverBudget,
+    /// Another sync or rebuild holds the store.
+    Locked,
+    /// The worker died, or could not be started.
+    Crashed,
+    /// Anything else.
+    Internal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl JobError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> JobError {
+        JobError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for JobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for JobError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipc_channel::ipc;
+
+    /// Every message shape survives the real channel (postcard encoding).
+    #[test]
+    fn messages_round_trip_over_ipc() {
+        let (tx, rx) = ipc::channel::<FromWorker>().unwrap();
+        let (jobs, job_rx) = ipc::channel::<ToWorker>().unwrap();
+        tx.send(FromWorker::Hello(Hello {
+            version: crate::PROTOCOL_VERSION,
+            kind: WorkerKind::Sql,
+            pid: 42,
+            jobs,
+        }))
+        .unwrap();
+        let FromWorker::Hello(h) = rx.recv().unwrap() else {
+            panic!("expected hello")
+        };
+        assert_eq!(
+            (h.version, h.kind, h.pid),
+            (crate::PROTOCOL_VERSION, WorkerKind::Sql, 42)
+        );
+        let job = Job::Sql(SqlJob {
+            query: "SELECT 1".into(),
+            format: SqlFormat::Json,
+            max_rows: 10,
+            max_bytes: 100,
+            timeout_ms: 5,
+        });
+        h.jobs
+            .send(ToWorker::Run {
+                id: 7,
+                job: job.clone(),
+            })
+            .unwrap();
+        match job_rx.recv().unwrap() {
+            ToWorker::Run { id, job: got } => assert_eq!((id, got), (7, job)),
+            other => panic!("unexpected {other:?}"),
+        }
+        let mut report = SyncReport::default();
+        report.skipped_by_reason.insert("malformed JSON".into(), 3);
+        for outcome in [
+            Ok(Output::Sync(report)),
+            Ok(Output::Rebuild(RebuildReport {
+                steps: vec![("full-text index".into(), 12)],
+                ..RebuildReport::default()
+            })),
+            Err(JobError::new(ErrorKind::Timeout, "too slow")),
+        ] {
+            tx.send(FromWorker::Done {
+                id: 1,
+                outcome: outcome.clone(),
+            })
+            .unwrap();
+            match rx.recv().unwrap() {
+                FromWorker::Done {
+                    id: 1,
+                    outcome: got,
+                } => assert_eq!(got, outcome),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn kinds_parse_their_names() {
+        for k in WorkerKind::ALL {
+            assert_eq!(WorkerKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(WorkerKind::parse("embed"), None);
+        assert!(!WorkerKind::Sql.one_shot() && WorkerKind::Sync.one_shot());
+    }
+}

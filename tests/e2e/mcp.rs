@@ -1,0 +1,566 @@
+//! `pond mcp` over stdio with real worker processes: rmcp's client for the tools and
+//! resources, a raw JSON-RPC pipe for garbage, stdin closing and signals.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestParams};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+use nix::sys::signal::Signal;
+
+use crate::common::{alive, children, footprint_kib, pond_bin, signal, wait_for, Env};
+
+/// A query that runs for minutes: a three-way cross join with no useful plan.
+const RUNAWAY: &str = "SELECT count(*) AS n FROM records a, records b, records c, records d, records e WHERE length(a.raw || b.raw || c.raw || d.raw || e.raw) < 0";
+
+fn synced() -> Env {
+    let env = Env::new();
+    let src = env.sources();
+    env.sync(&src);
+    env
+}
+
+struct Client {
+    service: RunningService<RoleClient, ()>,
+    pid: u32,
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn connect(env: &Env, extra: &[&str]) -> Client {
+    let std_cmd = env.cmd(&[]);
+    let mut cmd = tokio::process::Command::new(pond_bin());
+    cmd.args(std_cmd.get_args());
+    for (k, v) in std_cmd.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.args(extra).arg("mcp");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start pond mcp");
+    let pid = transport.id().expect("pid");
+    let service = ().serve(transport).await.expect("MCP handshake");
+    Client { service, pid }
+}
+
+impl Client {
+    async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
+        self.service
+            .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: protocol error {e}"))
+    }
+
+    async fn ok(&self, name: &str, args: Value) -> String {
+        let r = self.call(name, args.clone()).await;
+        let t = text(&r);
+        assert_eq!(r.is_error, Some(false), "{name} {args}: {t}");
+        t
+    }
+
+    async fn mistake(&self, name: &str, args: Value) -> String {
+        let r = self.call(name, args.clone()).await;
+        let t = text(&r);
+        assert_eq!(r.is_error, Some(true), "{name} {args} should fail: {t}");
+        t
+    }
+
+    async fn resource(&self, uri: &str) -> String {
+        let r = self
+            .service
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .expect("read resource");
+        let v = serde_json::to_value(&r.contents[0]).unwrap();
+        v["text"].as_str().unwrap().to_owned()
+    }
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn mcp_lists_and_calls_every_tool_and_resource() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let info = c.service.peer_info().expect("server info");
+        assert!(info.instructions.as_deref().unwrap_or("").contains("pond_search"));
+        let tools = c.service.list_all_tools().await.unwrap();
+        let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["pond_get_message", "pond_get_session", "pond_search", "pond_sql"]
+        );
+        for t in &tools {
+            assert!(t.description.as_deref().unwrap_or("").len() > 60, "{}", t.name);
+            assert!(t.input_schema["properties"].as_object().is_some(), "{}", t.name);
+        }
+
+        let hits = c.ok("pond_search", json!({"query": "invoices table"})).await;
+        assert!(hits.contains("33333333-3333-4333-8333-333333333333"), "{hits}");
+        assert!(hits.contains("messages in scope"), "{hits}");
+        let filtered = c
+            .ok(
+                "pond_search",
+                json!({"query": "migrations", "source_agent": "codex", "sort_by": "recency", "limit": "5"}),
+            )
+            .await;
+        assert!(filtered.contains("codex"), "{filtered}");
+
+        let page = c
+            .ok(
+                "pond_get_session",
+                json!({"id": "33333333-3333-4333-8333-333333333333", "limit": 2}),
+            )
+            .await;
+        assert!(page.contains("after"), "a first page of two says how to go on: {page}");
+        let msg = c
+            .ok("pond_get_message", json!({"id": "c-a3", "context_before": 1, "context_after": 0}))
+            .await;
+        assert!(msg.to_lowercase().contains("decimal"), "{msg}");
+
+        let sql = c
+            .ok("pond_sql", json!({"query": "SELECT count(*) AS n FROM messages", "format": "json"}))
+            .await;
+        assert!(sql.contains("\"n\":23"), "{sql}");
+        assert!(sql.contains("1 rows"), "{sql}");
+
+        let resources = c.service.list_all_resources().await.unwrap();
+        assert_eq!(resources.len(), 2);
+        let schema = c.resource("pond://schema").await;
+        assert!(schema.contains("## messages") && schema.contains("search_text"), "{schema}");
+        assert!(schema.contains("GROUP BY"), "worked examples: {schema}");
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("messages 23"), "{status}");
+        assert!(status.contains("worker sql: idle, pid"), "the SQL worker stays for the next query: {status}");
+        assert!(status.contains("front: pid"), "{status}");
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn mcp_caller_mistakes_are_tool_errors_with_hints() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let t = c
+            .mistake("pond_search", json!({"query": "x", "sessionid": "s"}))
+            .await;
+        assert!(
+            t.contains("unknown field") && t.contains("session_id"),
+            "{t}"
+        );
+        let t = c.mistake("pond_search", json!({"limit": 3})).await;
+        assert!(t.contains("query"), "{t}");
+        let t = c
+            .mistake("pond_search", json!({"query": "x", "limit": "many"}))
+            .await;
+        assert!(t.contains("whole number"), "{t}");
+        let t = c
+            .mistake("pond_search", json!({"query": "x", "mode": "vector"}))
+            .await;
+        assert!(t.contains("fts"), "{t}");
+        let t = c
+            .mistake(
+                "pond_search",
+                json!({"query": "x", "from_date": "last tuesday"}),
+            )
+            .await;
+        assert!(t.contains("YYYY-MM-DD"), "{t}");
+        let t = c
+            .mistake("pond_get_session", json!({"id": "no-such-session"}))
+            .await;
+        assert!(t.contains("no session"), "{t}");
+        let t = c
+            .mistake("pond_get_message", json!({"id": "no-such-message"}))
+            .await;
+        assert!(t.contains("no message"), "{t}");
+        let t = c
+            .mistake("pond_sql", json!({"query": "DELETE FROM messages"}))
+            .await;
+        assert!(t.contains("read-only"), "{t}");
+        let t = c
+            .mistake("pond_sql", json!({"query": "SELECT nope FROM messages"}))
+            .await;
+        assert!(t.contains("nope"), "{t}");
+        let t = c.mistake("pond_teleport", json!({})).await;
+        assert!(t.contains("pond_search"), "{t}");
+        // Nothing was changed, and the server still serves.
+        let n = c
+            .ok(
+                "pond_sql",
+                json!({"query": "SELECT count(*) FROM messages"}),
+            )
+            .await;
+        assert!(n.contains("23"), "{n}");
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn mcp_killed_sql_worker_fails_the_call_fast_and_the_next_call_works() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let slow = c.call(
+            "pond_sql",
+            json!({"query": RUNAWAY, "timeout_seconds": 120}),
+        );
+        let killer = async {
+            let front = c.pid;
+            let mut worker = None;
+            assert!(wait_for(20.0, || {
+                worker = children(front).first().copied();
+                worker.is_some()
+            }));
+            // Let the query start computing.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let pid = worker.unwrap();
+            signal(pid, Signal::SIGKILL);
+            (pid, Instant::now())
+        };
+        let (r, (pid, killed_at)) = tokio::join!(slow, killer);
+        let waited = killed_at.elapsed();
+        let t = text(&r);
+        assert_eq!(r.is_error, Some(true), "{t}");
+        assert!(t.contains("died") && t.contains("SIGKILL"), "{t}");
+        assert!(
+            waited < Duration::from_secs(1),
+            "answered {waited:?} after the kill"
+        );
+        assert!(wait_for(2.0, || !alive(pid)), "the dead worker was reaped");
+        let n = c
+            .ok(
+                "pond_sql",
+                json!({"query": "SELECT count(*) AS n FROM sessions"}),
+            )
+            .await;
+        assert!(n.contains('5'), "{n}");
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("1 crashes"), "{status}");
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn mcp_runaway_sql_is_killed_at_its_timeout_and_the_front_does_not_grow() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        // Warm up: the worker exists and the front has served a query.
+        c.ok("pond_sql", json!({"query": "SELECT 1"})).await;
+        let before = footprint_kib(c.pid);
+        let worker = children(c.pid)[0];
+        let started = Instant::now();
+        let t = c
+            .mistake("pond_sql", json!({"query": RUNAWAY, "timeout_seconds": 2}))
+            .await;
+        let took = started.elapsed();
+        assert!(t.contains("deadline of 2 s") && t.contains("killed"), "{t}");
+        assert!(t.contains("Narrow the query"), "{t}");
+        assert!(took < Duration::from_secs(5), "stopped after {took:?}");
+        assert!(
+            wait_for(2.0, || !alive(worker)),
+            "the runaway worker is gone"
+        );
+        let after = footprint_kib(c.pid);
+        assert!(
+            after < before + 16 * 1024,
+            "front footprint {before} KiB -> {after} KiB"
+        );
+        let n = c
+            .ok(
+                "pond_sql",
+                json!({"query": "SELECT count(*) AS n FROM parts"}),
+            )
+            .await;
+        assert!(n.contains("24"), "a fresh worker answers: {n}");
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn mcp_fifty_concurrent_calls_complete() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let calls = (0..50).map(|i| {
+            let (name, args) = match i % 4 {
+                0 => ("pond_search", json!({"query": "invoices"})),
+                1 => (
+                    "pond_sql",
+                    json!({"query": format!("SELECT {i} AS i, count(*) FROM messages")}),
+                ),
+                2 => ("pond_get_message", json!({"id": "c-a3"})),
+                _ => (
+                    "pond_get_session",
+                    json!({"id": "33333333-3333-4333-8333-333333333333"}),
+                ),
+            };
+            let c = &c;
+            async move { (i, c.call(name, args).await) }
+        });
+        let results = futures::future::join_all(calls).await;
+        assert_eq!(results.len(), 50);
+        for (i, r) in results {
+            assert_eq!(r.is_error, Some(false), "call {i}: {}", text(&r));
+            if i % 4 == 1 {
+                assert!(
+                    text(&r).contains(&format!("| {i} ")),
+                    "call {i}: {}",
+                    text(&r)
+                );
+            }
+        }
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn mcp_in_process_mode_runs_sql_without_workers() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &["--in-process"]).await;
+        let n = c
+            .ok(
+                "pond_sql",
+                json!({"query": "SELECT count(*) AS n FROM messages"}),
+            )
+            .await;
+        assert!(n.contains("23"), "{n}");
+        assert!(children(c.pid).is_empty(), "no worker in --in-process mode");
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("in-process"), "{status}");
+        c.service.cancel().await.unwrap();
+    });
+}
+
+/// `pond mcp` driven by hand over its pipes.
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Raw {
+    fn start(env: &Env) -> Raw {
+        let mut child = env
+            .cmd(&["mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                let v = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("server wrote non-JSON ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut raw = Raw {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+        };
+        raw.send_line(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}})
+            .to_string(),
+        );
+        raw.reply(0);
+        raw.send_line(
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        );
+        raw
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
+        self.send_line(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}})
+            .to_string(),
+        );
+        self.reply(id)
+    }
+
+    fn reply(&mut self, id: u64) -> Value {
+        loop {
+            let v = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a reply within 30 s");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    fn wait_exit(&mut self, secs: f64) -> bool {
+        wait_for(secs, || self.child.try_wait().unwrap().is_some())
+    }
+}
+
+#[test]
+fn mcp_garbage_is_ignored_bad_requests_are_answered_and_serving_goes_on() {
+    let env = synced();
+    let mut raw = Raw::start(&env);
+    raw.send_line("this is not json {{{");
+    raw.send_line("\u{0}\u{1}binary\u{7f}");
+    raw.send_line(&"x".repeat(1 << 20));
+    raw.send_line(r#"{"jsonrpc":"2.0","id":7,"method":"no/such/method"}"#);
+    let v = raw.reply(7);
+    assert!(v["error"]["code"].is_i64(), "{v}");
+    raw.send_line(
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"pond_search"}}"#,
+    );
+    let v = raw.reply(8);
+    assert_eq!(
+        v["result"]["isError"], true,
+        "missing arguments are a tool error: {v}"
+    );
+    let v = raw.call(9, "pond_search", json!({"query": "invoices"}));
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    drop(raw.stdin.take());
+    assert!(raw.wait_exit(3.0));
+}
+
+#[test]
+fn mcp_closing_stdin_leaves_no_pond_process() {
+    let env = synced();
+    let mut raw = Raw::start(&env);
+    let v = raw.call(1, "pond_sql", json!({"query": "SELECT 1"}));
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    let front = raw.child.id();
+    let workers = children(front);
+    assert_eq!(workers.len(), 1, "one SQL worker: {workers:?}");
+    let closed = Instant::now();
+    drop(raw.stdin.take());
+    assert!(raw.wait_exit(2.0), "the front exits when stdin closes");
+    assert!(
+        closed.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        closed.elapsed()
+    );
+    assert!(wait_for(1.0, || !alive(workers[0])), "no orphaned worker");
+}
+
+#[test]
+fn mcp_sigterm_stops_front_and_busy_workers() {
+    let env = synced();
+    let mut raw = Raw::start(&env);
+    raw.send_line(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "pond_sql", "arguments": {"query": RUNAWAY, "timeout_seconds": 120}}})
+        .to_string(),
+    );
+    let front = raw.child.id();
+    let mut workers = Vec::new();
+    assert!(wait_for(20.0, || {
+        workers = children(front);
+        !workers.is_empty()
+    }));
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    signal(front, Signal::SIGTERM);
+    assert!(raw.wait_exit(2.0), "the front exits on SIGTERM");
+    assert!(
+        sent.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert!(
+        wait_for(1.0, || workers.iter().all(|w| !alive(*w))),
+        "no orphaned worker"
+    );
+}
+
+#[test]
+fn rebuild_while_serving_keeps_answers_and_holds_the_store_lock() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let query = json!({"query": "invoices table"});
+        let expected = c.ok("pond_search", query.clone()).await;
+        let first_line = |s: &str| s.lines().next().unwrap_or("").to_owned();
+        let store = env.store();
+        let rebuilds = tokio::task::spawn_blocking({
+            let mut cmds: Vec<_> = (0..3).map(|_| env.cmd(&["rebuild", "--json"])).collect();
+            move || {
+                cmds.iter_mut()
+                    .map(|c| c.output().unwrap())
+                    .collect::<Vec<_>>()
+            }
+        });
+        let mut answers = 0;
+        while !rebuilds.is_finished() {
+            let got = c.ok("pond_search", query.clone()).await;
+            assert_eq!(first_line(&got), first_line(&expected), "{got}");
+            answers += 1;
+        }
+        for out in rebuilds.await.unwrap() {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(r["steps"].as_array().unwrap().len(), 4, "{r}");
+            assert_eq!(r["unindexed_rows"], 0, "{r}");
+        }
+        assert!(answers > 0);
+        let after = c.ok("pond_search", query.clone()).await;
+        assert_eq!(after, expected);
+
+        // A rebuild never overlaps another writer: with the store lock held elsewhere it
+        // refuses at once.
+        let lock = std::fs::File::options()
+            .write(true)
+            .open(store.join("pond.lock"))
+            .unwrap();
+        lock.try_lock().unwrap();
+        let err = env.fails(&["rebuild"]);
+        assert!(err.contains("lock"), "{err}");
+        drop(lock);
+        env.ok(&["rebuild", "--fts"]);
+        c.service.cancel().await.unwrap();
+    });
+}
