@@ -9,35 +9,9 @@ use std::time::Instant;
 
 use pond_benches::corpus::Rng;
 use pond_benches::{report, work};
-use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_store::search::{search, SearchFilters, SearchRequest, SortBy};
 use pond_store::{Store, StoreConfig};
 use serde_json::json;
-
-const TERMS: &[&str] = &[
-    "timeout",
-    "retry backoff",
-    "checkout total",
-    "migration",
-    "deadlock",
-    "tokenizer",
-    "cache",
-    "flaky test",
-    "invoice rounding",
-    "memory leak",
-    "webhook",
-    "compaction",
-    "graceful shutdown",
-    "pagination cursor",
-    "unicode",
-    "certificate",
-    "parser error",
-    "decimal",
-    "replica",
-    "zstd compression",
-    "scheduler cron",
-    "sandbox permission",
-];
 
 fn main() {
     let messages: u64 = work::arg("--messages").map_or(100_000, |m| {
@@ -49,19 +23,7 @@ fn main() {
         .build()
         .unwrap();
     let figures = rt.block_on(async {
-        let (corpus, _) = work::corpus(messages).expect("corpus");
-        let store_dir = work::work_dir().join(format!("fts-store-{messages}"));
-        let ready = store_dir.join(".complete");
-        if !ready.exists() {
-            let _ = std::fs::remove_dir_all(&store_dir);
-            let store = Store::open(&store_dir, StoreConfig::default()).unwrap();
-            let req = SyncRequest {
-                sources: vec![SyncSource { agent: None, path: corpus.clone() }],
-                skip_index: false,
-            };
-            pond_workers::sync::run(&store, &req, &mut |_| {}).await.expect("sync");
-            std::fs::write(&ready, "").unwrap();
-        }
+        let store_dir = work::synced_store(messages).await;
         let store = Store::open(&store_dir, StoreConfig::default()).unwrap();
         let counts = store.counts().await.unwrap();
         let mut rng = Rng::new(42);
@@ -69,10 +31,10 @@ fn main() {
         let mut cold_ms = 0.0;
         let mut hits = 0;
         for i in 0..=queries {
-            let mut q = rng.pick(TERMS).to_string();
+            let mut q = rng.pick(work::QUERY_TERMS).to_string();
             if rng.chance(0.3) {
                 q.push(' ');
-                q.push_str(rng.pick::<&str>(TERMS));
+                q.push_str(rng.pick::<&str>(work::QUERY_TERMS));
             }
             let req = SearchRequest { query: q, filters: SearchFilters::default(), sort: SortBy::Relevance, limit: 10 };
             let t = Instant::now();
@@ -84,7 +46,7 @@ fn main() {
         let mut filtered = Vec::new();
         for _ in 0..queries / 4 {
             let req = SearchRequest {
-                query: rng.pick(TERMS).to_string(),
+                query: rng.pick(work::QUERY_TERMS).to_string(),
                 filters: SearchFilters { project: Some("shop".into()), role: Some("user".into()), ..Default::default() },
                 sort: SortBy::Relevance,
                 limit: 10,

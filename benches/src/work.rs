@@ -2,6 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use pond_protocol::sync::{SyncRequest, SyncSource};
+use pond_store::{Store, StoreConfig};
+
 use crate::corpus::{generate, Spec, Stats};
 
 /// `--name value` from the bench's arguments (cargo passes `--bench` too; it is ignored).
@@ -50,3 +53,53 @@ pub fn dir_bytes(p: &Path) -> u64 {
     }
     n
 }
+
+/// A store holding the generated corpus of `messages` messages, synced (in this process)
+/// once and reused: `<work>/fts-store-<messages>`.
+pub async fn synced_store(messages: u64) -> PathBuf {
+    let (corpus, _) = corpus(messages).expect("corpus");
+    let store_dir = work_dir().join(format!("fts-store-{messages}"));
+    let ready = store_dir.join(".complete");
+    if !ready.exists() {
+        let _ = std::fs::remove_dir_all(&store_dir);
+        let store = Store::open(&store_dir, StoreConfig::default()).expect("open store");
+        let req = SyncRequest {
+            sources: vec![SyncSource {
+                agent: None,
+                path: corpus,
+            }],
+            skip_index: false,
+        };
+        pond_workers::sync::run(&store, &req, &mut |_| {})
+            .await
+            .expect("sync");
+        std::fs::write(&ready, "").expect("mark the store complete");
+    }
+    store_dir
+}
+
+/// Words the query benches search for: one to three of them per query.
+pub const QUERY_TERMS: &[&str] = &[
+    "timeout",
+    "retry backoff",
+    "checkout total",
+    "migration",
+    "deadlock",
+    "tokenizer",
+    "cache",
+    "flaky test",
+    "invoice rounding",
+    "memory leak",
+    "webhook",
+    "compaction",
+    "graceful shutdown",
+    "pagination cursor",
+    "unicode",
+    "certificate",
+    "parser error",
+    "decimal",
+    "replica",
+    "zstd compression",
+    "scheduler cron",
+    "sandbox permission",
+];

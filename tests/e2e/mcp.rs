@@ -564,3 +564,53 @@ fn rebuild_while_serving_keeps_answers_and_holds_the_store_lock() {
         c.service.cancel().await.unwrap();
     });
 }
+
+#[test]
+fn mcp_sql_worker_over_its_memory_budget_is_killed() {
+    let env = synced();
+    runtime().block_on(async {
+        // A 1 MiB budget: any worker is over it at the first sample.
+        let c = connect(&env, &["--sql-memory-mib", "1"]).await;
+        let t = c
+            .mistake("pond_sql", json!({"query": "SELECT count(*) FROM records"}))
+            .await;
+        assert!(t.contains("past the budget of 1 MiB"), "{t}");
+        assert!(
+            wait_for(2.0, || children(c.pid).is_empty()),
+            "killed and reaped"
+        );
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("over its budget"), "{status}");
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn mcp_idle_sql_worker_exits_and_the_next_query_starts_a_new_one() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &["--worker-idle-secs", "1"]).await;
+        c.ok("pond_sql", json!({"query": "SELECT 1"})).await;
+        let first = children(c.pid);
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert!(
+            wait_for(5.0, || children(c.pid).is_empty()),
+            "the idle worker exits"
+        );
+        assert!(!alive(first[0]), "and is reaped");
+        let n = c
+            .ok(
+                "pond_sql",
+                json!({"query": "SELECT count(*) AS n FROM files"}),
+            )
+            .await;
+        assert!(n.contains('5'), "{n}");
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("started 2 times"), "{status}");
+        assert!(
+            status.contains("0 crashes"),
+            "an idle exit is not a crash: {status}"
+        );
+        c.service.cancel().await.unwrap();
+    });
+}

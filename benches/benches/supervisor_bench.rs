@@ -1,0 +1,247 @@
+//! The supervisor's costs: IPC round trip, worker spawn + handshake, and the front's idle
+//! footprint after full-text + SQL + get, multi-process versus `--in-process`.
+//!
+//! `cargo bench --bench supervisor_bench -- [--messages N] [--pings P] [--spawns S]
+//!  [--queries Q] [--idle-secs T] [--work DIR]`
+//!
+//! This bench belongs to the root `pond` package (it needs the real binary, which cargo
+//! builds for it as `CARGO_BIN_EXE_pond`); it lives here beside the other benches.
+//! - spawn: S times, a fresh actor spawns `pond worker sql`, completes the handshake and
+//!   answers one ping (cold), then shuts down.
+//! - round trip: P pings to one warm worker through the actor (front -> actor -> IPC ->
+//!   worker -> IPC -> reader thread -> actor -> caller).
+//! - front: `pond mcp` (a child process over stdio, driven by rmcp's client) on the store of
+//!   N generated messages; Q full-text searches, SQL of several shapes (a full-scan aggregate
+//!   included), gets; then T seconds idle. Footprint = `RssAnon + VmSwap` from `/proc`,
+//!   sampled every 50 ms; pond never calls `malloc_trim`, so the figures are with trim off.
+
+use std::time::{Duration, Instant};
+
+use pond_benches::corpus::Rng;
+use pond_benches::{report, work};
+use pond_protocol::footprint;
+use pond_protocol::{Job, WorkerKind};
+use pond_supervisor::{JobOptions, WorkerCommand, Workers, WorkersConfig};
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+const POND: &str = env!("CARGO_BIN_EXE_pond");
+
+fn num(name: &str, default: u64) -> u64 {
+    work::arg(name).map_or(default, |v| v.replace('_', "").parse().expect(name))
+}
+
+fn config(store: &std::path::Path) -> WorkersConfig {
+    WorkersConfig::new(WorkerCommand {
+        exe: POND.into(),
+        args: vec!["--store".into(), store.into()],
+    })
+}
+
+fn r2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+async fn ipc(store: &std::path::Path, spawns: u64, pings: u64) -> Value {
+    let mut cold = Vec::new();
+    for _ in 0..spawns {
+        let w = Workers::start(config(store));
+        let t = Instant::now();
+        w.run(Job::Ping, JobOptions::default()).await.expect("ping");
+        cold.push(t.elapsed().as_secs_f64() * 1000.0);
+        w.shutdown().await;
+    }
+    let w = Workers::start(config(store));
+    w.run(Job::Ping, JobOptions::default()).await.expect("ping");
+    let mut rtt = Vec::new();
+    for _ in 0..pings {
+        let t = Instant::now();
+        w.run(Job::Ping, JobOptions::default()).await.expect("ping");
+        rtt.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let worker_kib = w
+        .status()
+        .iter()
+        .find(|s| s.kind == WorkerKind::Sql)
+        .and_then(|s| s.footprint_kib)
+        .unwrap_or(0);
+    w.shutdown().await;
+    json!({
+        "spawns": spawns,
+        "spawn_handshake_ping_p50_ms": r2(report::percentile(&mut cold, 50.0)),
+        "spawn_handshake_ping_max_ms": r2(report::percentile(&mut cold, 100.0)),
+        "pings": pings,
+        "round_trip_p50_ms": (report::percentile(&mut rtt, 50.0) * 1000.0).round() / 1000.0,
+        "round_trip_p99_ms": (report::percentile(&mut rtt, 99.0) * 1000.0).round() / 1000.0,
+        "idle_sql_worker_footprint_mib": worker_kib >> 10,
+    })
+}
+
+const SQL: &[&str] = &[
+    "SELECT count(*) AS n FROM messages",
+    "SELECT project, count(*) AS sessions FROM sessions GROUP BY project ORDER BY sessions DESC LIMIT 20",
+    "SELECT role, count(*) AS n, sum(length(search_text)) AS chars FROM messages GROUP BY role",
+    "SELECT tool_name, count(*) AS calls FROM parts WHERE part_type = 'tool_call' GROUP BY tool_name ORDER BY calls DESC LIMIT 20",
+    "SELECT session_id, max(timestamp) AS last FROM messages GROUP BY session_id ORDER BY last DESC LIMIT 10",
+    "SELECT id, title FROM sessions ORDER BY updated_at DESC LIMIT 10",
+];
+
+/// The front's footprint through one serving run; returns figures for `mode`.
+async fn front(store: &std::path::Path, in_process: bool, queries: u64, idle: u64) -> Value {
+    let mut cmd = tokio::process::Command::new(POND);
+    cmd.arg("--store").arg(store);
+    if in_process {
+        cmd.arg("--in-process");
+    }
+    cmd.arg("mcp");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start pond mcp");
+    let pid = transport.id().expect("pid");
+    let client = ().serve(transport).await.expect("MCP handshake");
+    let call = |name: &'static str, args: Value| {
+        let client = &client;
+        async move {
+            let Value::Object(args) = args else {
+                unreachable!()
+            };
+            let t = Instant::now();
+            let r = client
+                .call_tool(CallToolRequestParams::new(name).with_arguments(args))
+                .await
+                .expect("tool call");
+            assert_eq!(r.is_error, Some(false), "{name}: {:?}", r.content);
+            let text = r.content[0]
+                .as_text()
+                .map(|t| t.text.clone())
+                .unwrap_or_default();
+            (t.elapsed().as_secs_f64() * 1000.0, text)
+        }
+    };
+    let started = footprint::of_pid(pid).unwrap_or_default();
+    let mut peak = 0u64;
+    let mut sample = || {
+        let f = footprint::of_pid(pid).unwrap_or_default().footprint_kib();
+        peak = peak.max(f);
+        f
+    };
+    let mut rng = Rng::new(7);
+    let mut fts = Vec::new();
+    for _ in 0..queries {
+        let q = rng.pick(work::QUERY_TERMS).to_string();
+        fts.push(
+            call("pond_search", json!({"query": q, "limit": 10}))
+                .await
+                .0,
+        );
+        sample();
+    }
+    let after_fts = sample();
+    let mut sql = Vec::new();
+    for q in SQL {
+        sql.push(
+            call("pond_sql", json!({"query": q, "timeout_seconds": 120}))
+                .await
+                .0,
+        );
+        sample();
+    }
+    let after_sql = sample();
+    let (_, ids) = call(
+        "pond_sql",
+        json!({"query": "SELECT id, session_id FROM messages WHERE searchable LIMIT 20", "format": "json"}),
+    )
+    .await;
+    let ids: Vec<Value> =
+        serde_json::from_str(&ids[..ids.rfind(']').map_or(0, |i| i + 1)]).expect("ids as JSON");
+    let mut get = Vec::new();
+    for row in &ids {
+        let (ms, _) = call("pond_get_message", json!({"id": row["id"]})).await;
+        get.push(ms);
+        let (ms, _) = call(
+            "pond_get_session",
+            json!({"id": row["session_id"], "limit": 20}),
+        )
+        .await;
+        get.push(ms);
+        sample();
+    }
+    let after_get = sample();
+    let idle_start = Instant::now();
+    while idle_start.elapsed() < Duration::from_secs(idle) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        sample();
+    }
+    let end = footprint::of_pid(pid).unwrap_or_default();
+    let workers: u64 = worker_footprints(pid);
+    client.cancel().await.expect("close");
+    let mode = if in_process { "in_process" } else { "multi" };
+    json!({
+        format!("{mode}_front_start_mib"): started.footprint_kib() >> 10,
+        format!("{mode}_front_after_fts_mib"): after_fts >> 10,
+        format!("{mode}_front_after_sql_mib"): after_sql >> 10,
+        format!("{mode}_front_after_get_mib"): after_get >> 10,
+        format!("{mode}_front_idle_mib"): end.footprint_kib() >> 10,
+        format!("{mode}_front_peak_mib"): peak >> 10,
+        format!("{mode}_front_vmhwm_mib"): end.hwm_kib >> 10,
+        format!("{mode}_workers_idle_mib"): workers >> 10,
+        format!("{mode}_fts_p50_ms"): r2(report::percentile(&mut fts, 50.0)),
+        format!("{mode}_sql_p50_ms"): r2(report::percentile(&mut sql, 50.0)),
+        format!("{mode}_get_p50_ms"): r2(report::percentile(&mut get, 50.0)),
+    })
+}
+
+/// Footprint of the front's live children, KiB.
+fn worker_footprints(front: u32) -> u64 {
+    let mut total = 0;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+        if rest.split_whitespace().nth(1) == Some(&front.to_string()) {
+            total += footprint::of_pid(pid).map_or(0, |f| f.footprint_kib());
+        }
+    }
+    total
+}
+
+fn main() {
+    let messages = num("--messages", 100_000);
+    let pings = num("--pings", 2000);
+    let spawns = num("--spawns", 20);
+    let queries = num("--queries", 100);
+    let idle = num("--idle-secs", 10);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let figures = rt.block_on(async {
+        let store = work::synced_store(messages).await;
+        let mut figures = json!({
+            "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+            "messages": messages,
+            "malloc_trim": "off",
+        });
+        let parts = [
+            ipc(&store, spawns, pings).await,
+            front(&store, false, queries, idle).await,
+            front(&store, true, queries, idle).await,
+        ];
+        let obj = figures.as_object_mut().unwrap();
+        for p in parts {
+            obj.extend(p.as_object().unwrap().clone());
+        }
+        let multi = obj["multi_front_idle_mib"].as_f64().unwrap_or(0.0);
+        let single = obj["in_process_front_idle_mib"].as_f64().unwrap_or(0.0);
+        if single > 0.0 {
+            obj.insert("front_idle_ratio".into(), json!(r2(multi / single)));
+        }
+        figures
+    });
+    report::print("supervisor_bench", &figures);
+}
