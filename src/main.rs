@@ -16,6 +16,7 @@ use pond_store::get::{self, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchRequest, SortBy};
 use pond_store::sql::{self, SqlFormat, SqlLimits};
 use pond_store::{Store, StoreConfig};
+use pond_supervisor::mcp::AutoSync;
 use pond_supervisor::{
     render, JobOptions, LocalJobs, Runner, WorkerCommand, Workers, WorkersConfig,
 };
@@ -173,7 +174,12 @@ enum Command {
         json: bool,
     },
     /// Serve the archive to an agent over MCP (stdio)
-    Mcp,
+    Mcp {
+        /// Sync the default homes (~/.claude, ~/.codex) at start and then every N minutes,
+        /// in a worker (0: never)
+        #[arg(long, env = "POND_AUTO_SYNC_MINS", default_value_t = 10)]
+        auto_sync_mins: u64,
+    },
     /// Rebuild indexes from scratch in a worker (a serving `pond mcp` keeps answering)
     Rebuild {
         /// Only the full-text index
@@ -319,16 +325,23 @@ async fn run(cli: Cli) -> Result<()> {
     let store = Arc::new(store);
     let runner = matches!(
         cli.command,
-        Command::Mcp | Command::Rebuild { .. } | Command::Sync { .. }
+        Command::Mcp { .. } | Command::Rebuild { .. } | Command::Sync { .. }
     )
     .then(|| runner(&cli, &store))
     .transpose()?;
     let runner = || runner.clone().expect("a runner for this command");
     match cli.command {
         Command::Worker { .. } => unreachable!("handled before the runtime starts"),
-        Command::Mcp => {
+        Command::Mcp { auto_sync_mins } => {
             let runner = runner();
-            pond_supervisor::mcp::serve_stdio(store, runner)
+            let auto_sync = (auto_sync_mins > 0).then(|| AutoSync {
+                every: Duration::from_secs(auto_sync_mins * 60),
+                request: SyncRequest {
+                    sources: source_list(None, None),
+                    skip_index: false,
+                },
+            });
+            pond_supervisor::mcp::serve_stdio(store, runner, auto_sync)
                 .await
                 .map_err(anyhow::Error::msg)
         }
@@ -492,19 +505,13 @@ async fn rebuild(runner: &Runner, req: RebuildRequest) -> Result<RebuildReport> 
     }
 }
 
-async fn sync(
-    store: &Store,
-    runner: &Runner,
-    source: Option<Agent>,
-    path: Option<PathBuf>,
-    json: bool,
-    no_index: bool,
-) -> Result<()> {
+/// What to sync: one folder (`--path`), or the clients' default homes, optionally one client.
+fn source_list(source: Option<Agent>, path: Option<PathBuf>) -> Vec<SyncSource> {
     let wanted = source.map(|a| match a {
         Agent::ClaudeCode => SourceKind::ClaudeCode,
         Agent::Codex => SourceKind::Codex,
     });
-    let sources = match path {
+    match path {
         Some(p) => vec![SyncSource {
             agent: wanted.map(|k| k.as_str().to_owned()),
             path: p,
@@ -517,7 +524,18 @@ async fn sync(
                 path: p,
             })
             .collect(),
-    };
+    }
+}
+
+async fn sync(
+    store: &Store,
+    runner: &Runner,
+    source: Option<Agent>,
+    path: Option<PathBuf>,
+    json: bool,
+    no_index: bool,
+) -> Result<()> {
+    let sources = source_list(source, path);
     let searched: Vec<String> = sources
         .iter()
         .map(|s| s.path.display().to_string())

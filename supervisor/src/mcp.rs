@@ -53,6 +53,16 @@ pub struct PondServer {
     store: Arc<Store>,
     runner: Runner,
     started: Instant,
+    /// The outcome of the last background sync, for the status resource.
+    last_sync: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+/// Keep the archive current while serving: sync `request` in a one-shot worker at start and
+/// then every `every`.
+#[derive(Debug, Clone)]
+pub struct AutoSync {
+    pub every: Duration,
+    pub request: pond_protocol::sync::SyncRequest,
 }
 
 impl PondServer {
@@ -61,6 +71,7 @@ impl PondServer {
             store,
             runner,
             started: Instant::now(),
+            last_sync: Arc::default(),
         }
     }
 }
@@ -462,6 +473,9 @@ impl PondServer {
             None => out.push_str("full-text index: none yet (run `pond sync`)\n"),
         }
         out.push_str("row map: not built (search hydrates hits from Lance)\n");
+        if let Some(sync) = self.last_sync.lock().expect("sync note").as_deref() {
+            out.push_str(&format!("last background sync: {sync}\n"));
+        }
         let me = footprint::of_self().unwrap_or_default();
         out.push_str(&format!(
             "front: pid {}, footprint {} MiB (RssAnon+VmSwap), peak RSS {} MiB, up {} s, jobs run in {}\n",
@@ -613,15 +627,49 @@ impl ServerHandler for PondServer {
     }
 }
 
+impl PondServer {
+    /// Sync now and then every `auto.every`, noting each outcome for the status resource. A
+    /// sync that finds the store locked (another front or a CLI sync is at it) is skipped.
+    async fn auto_sync(self, auto: AutoSync) {
+        loop {
+            let started = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC");
+            let job = Job::Sync(auto.request.clone());
+            let note = match self.runner.run(job, JobOptions::default()).await {
+                Ok(Output::Sync(r)) => format!(
+                    "{started}: {} files seen, {} messages added, {} lines skipped",
+                    r.files_seen, r.messages_added, r.skipped
+                ),
+                Ok(other) => format!("{started}: unexpected reply {other:?}"),
+                Err(e) if e.kind == ErrorKind::Locked => {
+                    format!("{started}: skipped, another sync or rebuild held the store")
+                }
+                Err(e) => {
+                    tracing::warn!("background sync failed: {e}");
+                    format!("{started}: failed: {e}")
+                }
+            };
+            *self.last_sync.lock().expect("sync note") = Some(note);
+            tokio::time::sleep(auto.every).await;
+        }
+    }
+}
+
 /// Serve MCP over stdio until stdin closes or SIGTERM/SIGINT arrives, then stop and reap
 /// every worker. Returns once nothing of this server is left running but the process.
-pub async fn serve_stdio(store: Arc<Store>, runner: Runner) -> Result<(), String> {
+pub async fn serve_stdio(
+    store: Arc<Store>,
+    runner: Runner,
+    auto_sync: Option<AutoSync>,
+) -> Result<(), String> {
     use rmcp::ServiceExt;
     use tokio::signal::unix::{signal, SignalKind};
 
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
     let server = PondServer::new(store, runner.clone());
+    if let Some(auto) = auto_sync {
+        tokio::spawn(server.clone().auto_sync(auto));
+    }
     let served = tokio::select! {
         s = server.serve(rmcp::transport::stdio_pipes()) => s,
         _ = term.recv() => { runner.shutdown().await; return Ok(()) }

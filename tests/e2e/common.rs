@@ -42,7 +42,9 @@ impl Env {
         c.env("HOME", self.dir.path())
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
-            .env_remove("POND_STORE");
+            .env_remove("POND_STORE")
+            // Tests that want `pond mcp` to sync in the background ask for it.
+            .env("POND_AUTO_SYNC_MINS", "0");
         c
     }
 

@@ -40,7 +40,12 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 async fn connect(env: &Env, extra: &[&str]) -> Client {
-    let std_cmd = env.cmd(&[]);
+    connect_with(env, extra, &[]).await
+}
+
+async fn connect_with(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Client {
+    let mut std_cmd = env.cmd(&[]);
+    std_cmd.envs(vars.iter().copied());
     let mut cmd = tokio::process::Command::new(pond_bin());
     cmd.args(std_cmd.get_args());
     for (k, v) in std_cmd.get_envs() {
@@ -610,6 +615,40 @@ fn mcp_idle_sql_worker_exits_and_the_next_query_starts_a_new_one() {
         assert!(
             status.contains("0 crashes"),
             "an idle exit is not a crash: {status}"
+        );
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn mcp_syncs_the_default_homes_in_the_background() {
+    let env = Env::new();
+    // The user's Claude Code home, as `pond sync` finds it by default.
+    crate::common::copy_dir(
+        &crate::common::fixtures().join("claude"),
+        &env.dir.path().join(".claude"),
+    );
+    runtime().block_on(async {
+        let c = connect_with(&env, &[], &[("POND_AUTO_SYNC_MINS", "1")]).await;
+        let mut found = String::new();
+        let synced = async {
+            loop {
+                let r = c.call("pond_search", json!({"query": "drifting"})).await;
+                found = text(&r);
+                if r.is_error == Some(false) && found.contains("c-u2") {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), synced)
+            .await
+            .unwrap_or_else(|_| panic!("no background sync within 60 s: {found}"));
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("last background sync"), "{status}");
+        assert!(
+            status.contains("worker sync: not running"),
+            "one-shot: {status}"
         );
         c.service.cancel().await.unwrap();
     });
