@@ -695,3 +695,67 @@ pub async fn serve_stdio(
     runner.shutdown().await;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_cut_at_a_char_boundary_with_a_note() {
+        let text = "é".repeat(100);
+        let cut = bounded(text.clone(), 51);
+        assert!(cut.starts_with(&"é".repeat(25)));
+        assert!(cut.contains("answer cut at 51 bytes"));
+        assert_eq!(bounded("short".into(), 51), "short");
+    }
+
+    #[test]
+    fn every_tool_has_an_object_schema_with_documented_properties() {
+        for t in tool_list() {
+            assert_eq!(t.input_schema["type"], "object", "{}", t.name);
+            let props = t.input_schema["properties"].as_object().unwrap();
+            for (name, p) in props {
+                assert!(
+                    p.get("description").is_some(),
+                    "{}.{name} has no description: {p}",
+                    t.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn counts_may_be_numbers_or_numeric_strings() {
+        let args = |v: serde_json::Value| v.as_object().cloned();
+        let a: SearchArgs = parse_args(
+            "pond_search",
+            args(serde_json::json!({"query": "x", "limit": "7"})),
+        )
+        .unwrap();
+        assert_eq!(a.limit, Some(7));
+        let a: SearchArgs = parse_args(
+            "pond_search",
+            args(serde_json::json!({"query": "x", "limit": 7})),
+        )
+        .unwrap();
+        assert_eq!(a.limit, Some(7));
+        let e = parse_args::<SearchArgs>(
+            "pond_search",
+            args(serde_json::json!({"query": "x", "limit": -1})),
+        )
+        .unwrap_err();
+        assert!(e.contains("Accepted arguments"), "{e}");
+        let e = parse_args::<SqlArgs>("pond_sql", None).unwrap_err();
+        assert!(e.contains("missing field `query`"), "{e}");
+    }
+
+    #[test]
+    fn the_schema_resource_names_every_table_and_column() {
+        let s = schema_text();
+        for (table, _) in pond_store::sql::TABLES {
+            assert!(s.contains(&format!("## {table}\n")), "{table}");
+        }
+        assert!(s.contains("`search_text` Utf8"));
+        assert!(s.contains("```sql"));
+    }
+}
