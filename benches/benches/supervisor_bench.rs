@@ -95,7 +95,8 @@ async fn front(store: &std::path::Path, in_process: bool, queries: u64, idle: u6
     if in_process {
         cmd.arg("--in-process");
     }
-    cmd.arg("mcp");
+    // Serving only: no background sync of this machine's homes into the bench store.
+    cmd.arg("mcp").env("POND_AUTO_SYNC_MINS", "0");
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::inherit())
         .spawn()

@@ -200,7 +200,8 @@ impl Workers {
             let (done, wait) = oneshot::channel();
             // An actor busy with a job sees this only after the job: interrupt it by
             // killing its child directly.
-            if let Some(pid) = h.status.lock().expect("status lock").pid {
+            let status = h.status.lock().expect("status lock").clone();
+            if let (Some(pid), true) = (status.pid, status.busy) {
                 kill_pid(pid);
             }
             if h.tx.send(Request::Shutdown { done }).await.is_ok() {
