@@ -127,6 +127,16 @@ pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// Whether a process exists and is not a zombie (an orphan's zombie is init's to reap).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let rest = &s[s.rfind(')').map_or(0, |i| i + 2)..];
+            !rest.starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
 /// Wait until `f` holds, up to `secs` seconds.
 pub fn wait_for(secs: f64, mut f: impl FnMut() -> bool) -> bool {
     let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);

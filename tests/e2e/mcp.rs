@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use nix::sys::signal::Signal;
 
-use crate::common::{alive, children, footprint_kib, pond_bin, signal, wait_for, Env};
+use crate::common::{alive, children, footprint_kib, pond_bin, running, signal, wait_for, Env};
 
 /// A query that runs for minutes: a three-way cross join with no useful plan.
 const RUNAWAY: &str = "SELECT count(*) AS n FROM records a, records b, records c, records d, records e WHERE length(a.raw || b.raw || c.raw || d.raw || e.raw) < 0";
@@ -652,4 +652,22 @@ fn mcp_syncs_the_default_homes_in_the_background() {
         );
         c.service.cancel().await.unwrap();
     });
+}
+
+#[test]
+fn a_front_killed_outright_takes_its_workers_with_it() {
+    let env = synced();
+    let mut raw = Raw::start(&env);
+    let v = raw.call(1, "pond_sql", json!({"query": "SELECT 1"}));
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    let front = raw.child.id();
+    let workers = children(front);
+    assert_eq!(workers.len(), 1, "{workers:?}");
+    // No chance to clean up: the worker must notice on its own (PR_SET_PDEATHSIG).
+    signal(front, Signal::SIGKILL);
+    assert!(raw.wait_exit(2.0));
+    assert!(
+        wait_for(2.0, || !running(workers[0])),
+        "the SQL worker died with its front"
+    );
 }
