@@ -548,7 +548,7 @@ fn rebuild_while_serving_keeps_answers_and_holds_the_store_lock() {
                 String::from_utf8_lossy(&out.stderr)
             );
             let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-            assert_eq!(r["steps"].as_array().unwrap().len(), 4, "{r}");
+            assert_eq!(r["steps"].as_array().unwrap().len(), 5, "{r}");
             assert_eq!(r["unindexed_rows"], 0, "{r}");
         }
         assert!(answers > 0);
@@ -644,12 +644,24 @@ fn mcp_syncs_the_default_homes_in_the_background() {
         tokio::time::timeout(Duration::from_secs(60), synced)
             .await
             .unwrap_or_else(|_| panic!("no background sync within 60 s: {found}"));
-        let status = c.resource("pond://status").await;
-        assert!(status.contains("last background sync"), "{status}");
+        // Rows are searchable once committed; the job then updates indexes and reports, and
+        // its one-shot worker exits.
+        let mut status = String::new();
+        for _ in 0..300 {
+            status = c.resource("pond://status").await;
+            if status.contains("last background sync")
+                && status.contains("worker sync: not running")
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(status.contains("12 messages added"), "{status}");
         assert!(
             status.contains("worker sync: not running"),
             "one-shot: {status}"
         );
+        assert!(status.contains("started 1 times, 1 jobs"), "{status}");
         c.service.cancel().await.unwrap();
     });
 }

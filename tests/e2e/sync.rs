@@ -17,7 +17,7 @@ fn syncs_fixtures_and_is_idempotent() {
         "the replayed uuid is stored once"
     );
     assert_eq!(r["skipped"], 0);
-    assert_eq!(r["indexes_created"], 4);
+    assert_eq!(r["indexes_created"], 5);
     assert_eq!(env.count("sessions"), 5);
     assert_eq!(env.count("messages"), 23);
 
