@@ -188,6 +188,9 @@ enum Command {
         /// Only the scalar (B-tree) indexes
         #[arg(long)]
         scalar: bool,
+        /// Only the row map
+        #[arg(long)]
+        rowmap: bool,
         #[arg(long)]
         json: bool,
     },
@@ -345,11 +348,18 @@ async fn run(cli: Cli) -> Result<()> {
                 .await
                 .map_err(anyhow::Error::msg)
         }
-        Command::Rebuild { fts, scalar, json } => {
+        Command::Rebuild {
+            fts,
+            scalar,
+            rowmap,
+            json,
+        } => {
             let runner = runner();
+            let all = !(fts || scalar || rowmap);
             let req = RebuildRequest {
-                fts: fts || !scalar,
-                scalar: scalar || !fts,
+                fts: fts || all,
+                scalar: scalar || all,
+                rowmap: rowmap || all,
             };
             let result = rebuild(&runner, req).await;
             runner.shutdown().await;
@@ -360,8 +370,14 @@ async fn run(cli: Cli) -> Result<()> {
                 for (step, ms) in &report.steps {
                     println!("rebuilt {step} in {:.1} s", *ms as f64 / 1000.0);
                 }
+                if report.rowmap_bytes > 0 {
+                    println!(
+                        "row map: {:.1} MiB",
+                        report.rowmap_bytes as f64 / (1 << 20) as f64
+                    );
+                }
                 println!(
-                    "{} messages, {} not yet indexed; {:.1} s, worker peak {} MiB",
+                    "{} messages, {} not yet indexed; {:.1} s, peak RSS of the process that rebuilt {} MiB",
                     report.rows,
                     report.unindexed_rows,
                     report.elapsed_ms as f64 / 1000.0,
@@ -464,20 +480,24 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Status { json } => {
             let counts = store.counts().await?;
-            let unindexed = match store.dataset(pond_store::schema::MESSAGES).await? {
-                Some(ds) => pond_store::indexes::unindexed_rows(&ds).await?,
+            let messages = store.dataset(pond_store::schema::MESSAGES).await?;
+            let unindexed = match &messages {
+                Some(ds) => pond_store::indexes::unindexed_rows(ds).await?,
                 None => 0,
             };
+            let rowmap = pond_store::rowmap::describe(&store, Some(counts.messages));
             if json {
                 print_json(&serde_json::json!({
                     "store": store.root(),
                     "counts": counts,
                     "unindexed_rows": unindexed,
+                    "rowmap": rowmap,
                 }))
             } else {
                 println!("store {}", store.root().display());
                 println!("{}", render::counts(&counts));
                 println!("full-text index: {unindexed} rows not yet indexed");
+                println!("{rowmap}");
                 Ok(())
             }
         }

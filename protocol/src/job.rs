@@ -136,6 +136,8 @@ pub struct RebuildRequest {
     pub fts: bool,
     /// Rebuild the scalar (B-tree) indexes.
     pub scalar: bool,
+    /// Rebuild the row map (`messages.rmm`).
+    pub rowmap: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +146,8 @@ pub struct RebuildReport {
     pub steps: Vec<(String, u64)>,
     pub rows: u64,
     pub unindexed_rows: u64,
+    /// The row map's size, if it was rebuilt.
+    pub rowmap_bytes: u64,
     pub elapsed_ms: u64,
     /// The worker's peak resident memory (VmHWM), KiB.
     pub peak_kib: u64,

@@ -22,6 +22,9 @@ pub enum StoreError {
     InvalidQuery(String),
     #[error("query timed out after {0} s; narrow it (WHERE, LIMIT) or raise the timeout")]
     Timeout(u64),
+    /// A derived file (the row map) is damaged; rebuilding it fixes this.
+    #[error("{0}")]
+    Corrupt(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::schema::{MESSAGES, PARTS};
-use crate::store::Store;
+use crate::store::{Store, StoreLock};
 
 pub const FTS_INDEX: &str = "search_text_fts";
 /// B-trees: (dataset, column, index name). `parts.session_id` serves get: a message's parts
@@ -131,15 +131,15 @@ pub async fn unindexed_rows(ds: &lance::Dataset) -> Result<usize> {
 
 /// Rebuild indexes from scratch: the full-text index as one segment instead of a base plus
 /// appended deltas, and the scalar indexes. `step` is told each step's name as it starts.
-/// Holds the store lock, so a rebuild never overlaps a sync or another rebuild; readers keep
-/// the previous index version until the new one is committed.
+/// The caller holds the store lock, so a rebuild never overlaps a sync or another rebuild;
+/// readers keep the previous index version until the new one is committed.
 pub async fn rebuild(
     store: &Store,
+    _lock: &StoreLock,
     fts: bool,
     scalar: bool,
     step: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Vec<(String, u64)>> {
-    let _lock = store.lock()?;
     let mut done = Vec::new();
     let mut todo: Vec<(&str, &str, &str, IndexType)> = Vec::new();
     if fts {

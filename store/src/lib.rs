@@ -13,6 +13,7 @@ pub mod error;
 pub mod get;
 pub mod indexes;
 mod read;
+pub mod rowmap;
 pub mod schema;
 pub mod search;
 pub mod sql;

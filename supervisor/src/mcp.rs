@@ -472,7 +472,12 @@ impl PondServer {
             )),
             None => out.push_str("full-text index: none yet (run `pond sync`)\n"),
         }
-        out.push_str("row map: not built (search hydrates hits from Lance)\n");
+        let rows = match self.store.dataset(schema::MESSAGES).await {
+            Ok(Some(ds)) => ds.count_rows(None).await.ok(),
+            _ => None,
+        };
+        out.push_str(&pond_store::rowmap::describe(&self.store, rows));
+        out.push('\n');
         if let Some(sync) = self.last_sync.lock().expect("sync note").as_deref() {
             out.push_str(&format!("last background sync: {sync}\n"));
         }

@@ -7,4 +7,5 @@ mod corpus;
 mod faults;
 mod mcp;
 mod query;
+mod rowmap;
 mod sync;

@@ -8,7 +8,7 @@ use pond_protocol::footprint;
 use pond_protocol::job::{RebuildReport, SqlFormat, SqlJob, SqlOutput};
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
 use pond_store::sql::{self, SqlLimits};
-use pond_store::{indexes, schema, Store, StoreError};
+use pond_store::{indexes, rowmap, schema, Store, StoreError};
 
 use crate::sync::SyncError;
 
@@ -51,10 +51,22 @@ pub async fn execute(
         }
         Job::Rebuild(req) => {
             let started = Instant::now();
+            let lock = store.lock().map_err(store_error)?;
             let mut step = |name: &str| progress(Progress::Step(name.to_owned()));
-            let steps = indexes::rebuild(store, req.fts, req.scalar, &mut step)
+            let mut steps = indexes::rebuild(store, &lock, req.fts, req.scalar, &mut step)
                 .await
                 .map_err(store_error)?;
+            let mut rowmap_bytes = 0;
+            if req.rowmap {
+                step("row map (messages.rmm)");
+                let t = Instant::now();
+                let stats = rowmap::build(store, &lock).await.map_err(store_error)?;
+                rowmap_bytes = stats.file_bytes;
+                steps.push((
+                    format!("row map: {} rows, {} sessions", stats.rows, stats.sessions),
+                    t.elapsed().as_millis() as u64,
+                ));
+            }
             let (rows, unindexed_rows) = match store.dataset(schema::MESSAGES).await {
                 Ok(Some(ds)) => (
                     ds.count_rows(None).await.unwrap_or(0) as u64,
@@ -66,6 +78,7 @@ pub async fn execute(
                 steps,
                 rows,
                 unindexed_rows,
+                rowmap_bytes,
                 elapsed_ms: started.elapsed().as_millis() as u64,
                 peak_kib: peak_kib(),
             }))
