@@ -9,9 +9,9 @@
 //! | header (160 bytes) | magic `PONDRMM\0`, version, counts, section offsets and lengths, xxh3 of the header |
 //! | text | search text in zstd blocks of [`BLOCK_ROWS`] rows: `(BLOCK_ROWS + 1) u32` offsets, then the bytes |
 //! | blocks | per block: offset u64, compressed length u32, raw length u32 |
-//! | rows | per row, sorted by row id ([`ROW_LEN`] bytes): row id u64, timestamp i64 (ms), message id offset u64 and length u32 into `ids`, session u32, project u32 (`NONE` for none), agent u16, role u8, flags u8 |
-//! | ids | message id bytes |
-//! | id index | (xxh3-64 of the message id u64, row index u32, pad u32), sorted by hash |
+//! | rows | per row, sorted by row id ([`ROW_LEN`] bytes): row id u64, timestamp i64 (ms), message id offset u64 and length u32 into `ids`, session u32, project u32 (`NONE` for none), agent u16, role u8, flags u8 (1 searchable, 2 UUID id) |
+//! | ids | message id bytes: a canonical lowercase UUID as its 16 bytes (row flag 2), any other id as text |
+//! | id index | (xxh3-64 of the message id text u64, row index u32), sorted by hash |
 //! | dicts | sessions, projects, agents, roles: each a count u64, `count + 1` u64 offsets, bytes |
 //! | sessions | per session code: first index into `session rows` u64, row count u32, pad u32, newest timestamp i64 |
 //! | session rows | row indices u32, grouped by session, each group in (timestamp, row id) order |
@@ -24,6 +24,7 @@
 //! the file; every later read is bounds-checked, so a corrupt or truncated file is an error,
 //! never a crash.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -37,17 +38,19 @@ use crate::schema::MESSAGES;
 use crate::store::{Store, StoreLock};
 
 pub const MAGIC: [u8; 8] = *b"PONDRMM\0";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Rows per compressed text block.
 pub const BLOCK_ROWS: usize = 256;
 pub const HEADER_LEN: usize = 160;
 pub const ROW_LEN: usize = 40;
 const BLOCK_ENTRY_LEN: usize = 16;
-const ID_ENTRY_LEN: usize = 16;
+const ID_ENTRY_LEN: usize = 12;
 const SESSION_LEN: usize = 24;
 /// A project code meaning "no project".
 pub const NONE: u32 = u32::MAX;
 const FLAG_SEARCHABLE: u8 = 1;
+/// The message id is a canonical lowercase UUID stored as its 16 bytes.
+const FLAG_UUID_ID: u8 = 2;
 const ZSTD_LEVEL: i32 = 3;
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
@@ -235,21 +238,30 @@ impl RowMapWriter {
                 "row map build: more than 65,535 agents or 255 roles".into(),
             ));
         }
+        let packed = uuid_bytes(r.message_id);
+        let id_bytes: &[u8] = match &packed {
+            Some(b) => b,
+            None => r.message_id.as_bytes(),
+        };
+        let mut flags = if r.text.is_some() { FLAG_SEARCHABLE } else { 0 };
+        if packed.is_some() {
+            flags |= FLAG_UUID_ID;
+        }
         let header = RowHeader {
             row_id: r.row_id,
             timestamp: r.timestamp,
             id_off: self.ids_len,
-            id_len: r.message_id.len() as u32,
+            id_len: id_bytes.len() as u32,
             session: self.dicts[SESSIONS_DICT].code(r.session_id),
             project: r
                 .project
                 .map_or(NONE, |p| self.dicts[PROJECTS_DICT].code(p)),
             agent: agent as u16,
             role: role as u8,
-            flags: if r.text.is_some() { FLAG_SEARCHABLE } else { 0 },
+            flags,
         };
-        self.ids.write_all(r.message_id.as_bytes())?;
-        self.ids_len += r.message_id.len() as u64;
+        self.ids.write_all(id_bytes)?;
+        self.ids_len += id_bytes.len() as u64;
         self.id_hashes
             .push((xxh3_64(r.message_id.as_bytes()), self.rows.len() as u32));
         self.rows.push(header);
@@ -331,7 +343,6 @@ impl RowMapWriter {
         for (h, row) in &self.id_hashes {
             buf.extend_from_slice(&h.to_le_bytes());
             buf.extend_from_slice(&row.to_le_bytes());
-            buf.extend_from_slice(&0u32.to_le_bytes());
         }
         let id_index_off = section(&mut self.out, &mut pos, &buf)?;
         self.id_hashes = Vec::new();
@@ -577,7 +588,8 @@ impl std::ops::Deref for Bytes {
 pub struct RowView<'a> {
     pub row_id: u64,
     pub timestamp: i64,
-    pub message_id: &'a str,
+    /// Borrowed from the file, or formatted from its 16 bytes for a UUID.
+    pub message_id: Cow<'a, str>,
     pub session_id: &'a str,
     pub project: Option<&'a str>,
     pub source_agent: &'a str,
@@ -736,11 +748,21 @@ impl RowMap {
         Ok(RowView {
             row_id: h.row_id,
             timestamp: h.timestamp,
-            message_id: self.str_at(
-                self.header.ids_off + h.id_off,
-                h.id_len as u64,
-                "message id",
-            )?,
+            message_id: if h.flags & FLAG_UUID_ID != 0 {
+                let at = (self.header.ids_off + h.id_off) as usize;
+                let bytes = self
+                    .bytes
+                    .get(at..at + 16)
+                    .filter(|_| h.id_len == 16)
+                    .ok_or_else(|| corrupt("UUID message id out of bounds"))?;
+                Cow::Owned(uuid_text(bytes))
+            } else {
+                Cow::Borrowed(self.str_at(
+                    self.header.ids_off + h.id_off,
+                    h.id_len as u64,
+                    "message id",
+                )?)
+            },
             session_id: self.dict(SESSIONS_DICT, h.session)?,
             project: match h.project {
                 NONE => None,
@@ -873,6 +895,42 @@ impl RowMap {
     }
 }
 
+/// The 16 bytes of a canonical lowercase UUID (`8-4-4-4-12` hex digits); `None` for any
+/// other id, which is stored as text. Only ids that format back identically are packed.
+fn uuid_bytes(id: &str) -> Option<[u8; 16]> {
+    let b = id.as_bytes();
+    if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    let mut n = 0;
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let hex: Vec<u8> = b.iter().copied().filter(|&c| c != b'-').collect();
+    if hex.len() != 32 {
+        return None;
+    }
+    for pair in hex.chunks(2) {
+        out[n] = digit(pair[0])? << 4 | digit(pair[1])?;
+        n += 1;
+    }
+    Some(out)
+}
+
+fn uuid_text(b: &[u8]) -> String {
+    let mut s = String::with_capacity(36);
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push_str(&format!("{byte:02x}"));
+    }
+    s
+}
+
 /// The row map's file in a store.
 pub fn path_in(store: &Store) -> PathBuf {
     store.root().join("messages.rmm")
@@ -998,7 +1056,17 @@ mod tests {
                 (
                     (i as u64) * 3 + 1,
                     1_700_000_000_000 + ((i * 7919) % 1000) as i64,
-                    format!("msg-{i}"),
+                    match i % 3 {
+                        // Lowercase UUIDs are packed; uppercase ones and others stay text.
+                        0 => format!(
+                            "{i:08x}-{:04x}-4{:03x}-8abc-{:012x}",
+                            i % 65536,
+                            i % 4096,
+                            i * 7
+                        ),
+                        1 => format!("{i:08X}-AAAA-4BBB-8CCC-{:012X}", i),
+                        _ => format!("msg-{i}"),
+                    },
                     format!("session-{}", i % 13),
                     (i % 4 != 0).then(|| format!("/home/dev/p{}", i % 3)),
                     if i % 2 == 0 { "claude-code" } else { "codex" }.to_owned(),
@@ -1042,7 +1110,7 @@ mod tests {
                 (
                     v.row_id,
                     v.timestamp,
-                    v.message_id,
+                    v.message_id.as_ref(),
                     v.session_id,
                     v.project,
                     v.source_agent,
@@ -1086,6 +1154,24 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("messages.rmm")]);
+    }
+
+    #[test]
+    fn only_canonical_lowercase_uuids_are_packed() {
+        let id = "0b8c2f9e-1d2a-4c3b-9e8f-7a6b5c4d3e2f";
+        let packed = uuid_bytes(id).unwrap();
+        assert_eq!(uuid_text(&packed), id);
+        for other in [
+            "0B8C2F9E-1D2A-4C3B-9E8F-7A6B5C4D3E2F",
+            "0b8c2f9e1d2a4c3b9e8f7a6b5c4d3e2f",
+            "0b8c2f9e-1d2a-4c3b-9e8f-7a6b5c4d3e2",
+            "0b8c2f9e-1d2a-4c3b-9e8f-7a6b5c4d3e2g",
+            "0b8c2f9e-1d2a-4c3b-9e8f-7a6b5c4d3e2f0",
+            "session:12",
+            "",
+        ] {
+            assert!(uuid_bytes(other).is_none(), "{other}");
+        }
     }
 
     #[test]
