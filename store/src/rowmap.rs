@@ -903,7 +903,6 @@ fn uuid_bytes(id: &str) -> Option<[u8; 16]> {
         return None;
     }
     let mut out = [0u8; 16];
-    let mut n = 0;
     let digit = |c: u8| match c {
         b'0'..=b'9' => Some(c - b'0'),
         b'a'..=b'f' => Some(c - b'a' + 10),
@@ -913,9 +912,8 @@ fn uuid_bytes(id: &str) -> Option<[u8; 16]> {
     if hex.len() != 32 {
         return None;
     }
-    for pair in hex.chunks(2) {
+    for (n, pair) in hex.chunks(2).enumerate() {
         out[n] = digit(pair[0])? << 4 | digit(pair[1])?;
-        n += 1;
     }
     Some(out)
 }
