@@ -197,18 +197,11 @@ async fn front(store: &std::path::Path, in_process: bool, queries: u64, idle: u6
 
 /// Footprint of the front's live children, KiB.
 fn worker_footprints(front: u32) -> u64 {
-    let mut total = 0;
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
-        if rest.split_whitespace().nth(1) == Some(&front.to_string()) {
-            total += footprint::of_pid(pid).map_or(0, |f| f.footprint_kib());
-        }
-    }
-    total
+    footprint::children(front)
+        .into_iter()
+        .filter_map(footprint::of_pid)
+        .map(|f| f.footprint_kib())
+        .sum()
 }
 
 fn main() {

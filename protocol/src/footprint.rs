@@ -44,6 +44,25 @@ pub fn of_self() -> Option<Footprint> {
     of_pid(std::process::id())
 }
 
+/// The pids whose parent is `pid` (zombies included: a child not yet reaped is listed).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(child) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+        if rest.split_whitespace().nth(1).and_then(|p| p.parse().ok()) == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +73,18 @@ mod tests {
         let f = parse_status(s);
         assert_eq!(f.footprint_kib(), 1024);
         assert_eq!(f.hwm_kib, 2048);
+    }
+
+    #[test]
+    fn lists_own_children() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert!(children(std::process::id()).contains(&child.id()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!children(std::process::id()).contains(&child.id()));
     }
 
     #[test]

@@ -102,25 +102,7 @@ pub fn copy_dir(src: &Path, dst: &Path) {
     }
 }
 
-/// The pids whose parent is `pid` (from /proc; zombies included, so a reaped child is gone).
-pub fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(child) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        // The fields after the command name, which is in parentheses and may hold spaces.
-        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
-        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
-        if ppid == Some(pid) {
-            out.push(child);
-        }
-    }
-    out
-}
+pub use pond_protocol::footprint::children;
 
 /// Whether a process exists at all (a zombie counts: it has not been reaped).
 pub fn alive(pid: u32) -> bool {
@@ -149,17 +131,9 @@ pub fn wait_for(secs: f64, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
-/// A process's footprint (RssAnon + VmSwap), KiB.
+/// A process's footprint (RssAnon + VmSwap), KiB; 0 once it is gone.
 pub fn footprint_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| -> u64 {
-        s.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    field("RssAnon:") + field("VmSwap:")
+    pond_protocol::footprint::of_pid(pid).map_or(0, |f| f.footprint_kib())
 }
 
 /// Send `sig` to `pid`.
