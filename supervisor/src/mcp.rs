@@ -457,8 +457,9 @@ impl PondServer {
     /// The status resource: store counts, index state, this process and its workers.
     pub async fn status_text(&self) -> String {
         let mut out = format!("pond store {}\n", self.store.root().display());
-        match self.store.counts().await {
-            Ok(c) => out.push_str(&format!("{}\n", render::counts(&c))),
+        let counts = self.store.counts().await;
+        match &counts {
+            Ok(c) => out.push_str(&format!("{}\n", render::counts(c))),
             Err(e) => out.push_str(&format!("counts unavailable: {e}\n")),
         }
         let unindexed = match self.store.dataset(schema::MESSAGES).await {
@@ -472,10 +473,7 @@ impl PondServer {
             )),
             None => out.push_str("full-text index: none yet (run `pond sync`)\n"),
         }
-        let rows = match self.store.dataset(schema::MESSAGES).await {
-            Ok(Some(ds)) => ds.count_rows(None).await.ok(),
-            _ => None,
-        };
+        let rows = counts.ok().map(|c| c.messages);
         out.push_str(&pond_store::rowmap::describe(&self.store, rows));
         out.push('\n');
         if let Some(sync) = self.last_sync.lock().expect("sync note").as_deref() {
