@@ -1,6 +1,9 @@
 //! `pond`: the command line. It parses arguments, opens the store, calls the library crates
 //! and prints their renderings; it holds no logic of its own.
 
+// Lance's take path nests deeply enough to pass the default limit of 128 in `run`'s future.
+#![recursion_limit = "256"]
+
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -485,7 +488,7 @@ async fn run(cli: Cli) -> Result<()> {
                 Some(ds) => pond_store::indexes::unindexed_rows(ds).await?,
                 None => 0,
             };
-            let rowmap = pond_store::rowmap::describe(&store, Some(counts.messages));
+            let rowmap = pond_store::rowmap::describe(&store, messages.as_ref());
             if json {
                 print_json(&serde_json::json!({
                     "store": store.root(),

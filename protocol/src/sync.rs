@@ -64,6 +64,10 @@ pub struct SyncReport {
     pub indexes_updated: bool,
     /// Searchable rows the full-text index does not cover yet (still found by flat scan).
     pub unindexed_rows: u64,
+    /// Rows in the row map this sync rebuilt (0: the map was current enough, see
+    /// `pond_store::rowmap::refresh`), and the time it took.
+    pub rowmap_rows: u64,
+    pub rowmap_ms: u64,
     pub elapsed_ms: u64,
     /// Time spent reading and parsing files, writing rows, and updating indexes.
     pub read_ms: u64,

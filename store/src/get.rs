@@ -1,14 +1,16 @@
 //! Get: a session page by page, or one message with its parts and neighbours.
 //!
-//! A session's messages are ordered by (timestamp, source file, line). Pages never split a
-//! message; a message longer than the page budget is shortened with a note saying how to
-//! read it whole (`get-message`).
+//! A session's messages are ordered by (timestamp, row id): time, then the order they were
+//! stored in, which follows each file's lines. Pages never split a message; a message longer
+//! than the page budget is shortened with a note saying how to read it whole (`get-message`).
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
 use crate::error::{Result, StoreError};
+use lance::Dataset;
+
 use crate::read::{bool_at, opt_str, scan_all, session_rows, string_col, ts_at, u32_at, u64_at};
 use crate::schema::{sql_str, MESSAGES, PARTS, SESSIONS};
 use crate::search::floor_char;
@@ -97,11 +99,18 @@ pub struct PageRequest {
     pub max_bytes: usize,
 }
 
-/// One row of a session's message list, before rendering.
+/// One row of a session's message list: what ordering and paging need. The rest
+/// ([`Detail`]) is read only for the messages a page shows.
 struct Entry {
+    row_id: u64,
     id: String,
     timestamp: i64,
     role: String,
+    detail: Option<Detail>,
+}
+
+#[derive(Default)]
+struct Detail {
     model: Option<String>,
     search_text: Option<String>,
     source_path: String,
@@ -128,46 +137,81 @@ async fn session_info(store: &Store, id: &str) -> Result<SessionInfo> {
     })
 }
 
-/// All messages of a session in order (ids and metadata; bounded by one session's size).
-async fn session_entries(store: &Store, session_id: &str) -> Result<Vec<Entry>> {
-    let ds = store.require(MESSAGES).await?;
-    let filter = format!("session_id = {}", sql_str(session_id));
-    let cols = [
-        "id",
-        "timestamp",
-        "role",
-        "model",
-        "search_text",
-        "source_path",
-        "source_line",
-    ];
+/// All messages of a session in (timestamp, row id) order, light fields only (bounded by one
+/// session's size). Rows the row map covers come from its session entry; rows newer than
+/// the map (or all, without a usable map) from a scan of `messages`.
+async fn session_entries(store: &Store, ds: &Dataset, session_id: &str) -> Result<Vec<Entry>> {
+    let mapped = store.mapped(ds);
     let mut out = Vec::new();
-    for b in scan_all(&ds, &cols, Some(&filter)).await? {
-        let id = string_col(&b, "id")?;
-        let role = string_col(&b, "role")?;
-        let model = string_col(&b, "model")?;
-        let text = string_col(&b, "search_text")?;
-        let path = string_col(&b, "source_path")?;
-        for i in 0..b.num_rows() {
-            out.push(Entry {
-                id: id.value(i).to_owned(),
-                timestamp: ts_at(&b, "timestamp", i)?.unwrap_or_default(),
-                role: role.value(i).to_owned(),
-                model: opt_str(model, i),
-                search_text: opt_str(text, i),
-                source_path: path.value(i).to_owned(),
-                source_line: u64_at(&b, "source_line", i)?,
-            });
+    if let Some(m) = &mapped {
+        if let Some(entry) = m.map.session(session_id)? {
+            for pos in m.map.session_rows(entry)? {
+                let r = m.map.row(pos)?;
+                out.push(Entry {
+                    row_id: r.row_id,
+                    id: r.message_id.into_owned(),
+                    timestamp: r.timestamp,
+                    role: r.role.to_owned(),
+                    detail: None,
+                });
+            }
         }
     }
-    out.sort_by(|a, b| {
-        (a.timestamp, &a.source_path, a.source_line).cmp(&(
-            b.timestamp,
-            &b.source_path,
-            b.source_line,
-        ))
-    });
+    let delta = mapped.map(|m| m.delta);
+    if delta.as_ref().is_none_or(|d| !d.is_empty()) {
+        let mut scan = ds.scan();
+        scan.with_row_id()
+            .project(&["id", "timestamp", "role"])?
+            .filter(&format!("session_id = {}", sql_str(session_id)))?;
+        if let Some(fragments) = delta {
+            scan.with_fragments(fragments);
+        }
+        let mut stream = scan.try_into_stream().await?;
+        while let Some(b) = futures::TryStreamExt::try_next(&mut stream).await? {
+            let id = string_col(&b, "id")?;
+            let role = string_col(&b, "role")?;
+            for i in 0..b.num_rows() {
+                out.push(Entry {
+                    row_id: u64_at(&b, "_rowid", i)?,
+                    id: id.value(i).to_owned(),
+                    timestamp: ts_at(&b, "timestamp", i)?.unwrap_or_default(),
+                    role: role.value(i).to_owned(),
+                    detail: None,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|e| (e.timestamp, e.row_id));
     Ok(out)
+}
+
+/// Read the details of the entries a page shows.
+async fn fill_details(ds: &Dataset, entries: &mut [Entry]) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<u64> = entries.iter().map(|e| e.row_id).collect();
+    let cols = ["model", "search_text", "source_path", "source_line"];
+    let b = ds.take_rows(&ids, ds.schema().project(&cols)?).await?;
+    if b.num_rows() != entries.len() {
+        return Err(StoreError::NotFound(format!(
+            "asked messages for {} rows by id, got {}",
+            entries.len(),
+            b.num_rows()
+        )));
+    }
+    let model = string_col(&b, "model")?;
+    let text = string_col(&b, "search_text")?;
+    let path = string_col(&b, "source_path")?;
+    for (i, e) in entries.iter_mut().enumerate() {
+        e.detail = Some(Detail {
+            model: opt_str(model, i),
+            search_text: opt_str(text, i),
+            source_path: path.value(i).to_owned(),
+            source_line: u64_at(&b, "source_line", i)?,
+        });
+    }
+    Ok(())
 }
 
 async fn parts_of(
@@ -247,7 +291,11 @@ fn clipped(s: &str, max: usize) -> String {
 /// A message as text: every part, tool traffic summarised.
 fn render(entry: &Entry, parts: &[PartView], part_cap: usize) -> String {
     if parts.is_empty() {
-        return entry.search_text.clone().unwrap_or_default();
+        return entry
+            .detail
+            .as_ref()
+            .and_then(|d| d.search_text.clone())
+            .unwrap_or_default();
     }
     let mut out = Vec::new();
     for p in parts {
@@ -291,16 +339,17 @@ fn view(
     omitted: usize,
     parts: Vec<PartView>,
 ) -> MessageView {
+    let detail = entry.detail.as_ref();
     MessageView {
         id: entry.id.clone(),
         position,
         timestamp: entry.timestamp,
         role: entry.role.clone(),
-        model: entry.model.clone(),
+        model: detail.and_then(|d| d.model.clone()),
         text,
         omitted_bytes: omitted,
-        source_path: entry.source_path.clone(),
-        source_line: entry.source_line,
+        source_path: detail.map(|d| d.source_path.clone()).unwrap_or_default(),
+        source_line: detail.map_or(0, |d| d.source_line),
         parts,
     }
 }
@@ -331,7 +380,8 @@ pub async fn get_session(
         req.max_bytes
     };
     let session = session_info(store, session_id).await?;
-    let entries = session_entries(store, session_id).await?;
+    let ds = store.require(MESSAGES).await?;
+    let mut entries = session_entries(store, &ds, session_id).await?;
     let total = entries.len();
 
     // The window [lo, hi) before the byte budget is applied, and which end to fill from.
@@ -347,6 +397,7 @@ pub async fn get_session(
         _ if req.from == PageFrom::End => (total.saturating_sub(limit), total, true),
         _ => (0, limit.min(total), false),
     };
+    fill_details(&ds, &mut entries[lo..hi]).await?;
     let ids: Vec<&str> = entries[lo..hi].iter().map(|e| e.id.as_str()).collect();
     let mut parts = parts_of(store, session_id, &ids).await?;
 
@@ -388,11 +439,15 @@ pub async fn get_session(
     })
 }
 
-/// The session a message belongs to.
-async fn session_of(store: &Store, message_id: &str) -> Result<String> {
-    let ds = store.require(MESSAGES).await?;
+/// The session a message belongs to: from the row map's id index, else from `messages`.
+async fn session_of(store: &Store, ds: &Dataset, message_id: &str) -> Result<String> {
+    if let Some(m) = store.mapped(ds) {
+        if let Some(pos) = m.map.position_of_message(message_id)? {
+            return Ok(m.map.row(pos)?.session_id.to_owned());
+        }
+    }
     let filter = format!("id = {}", sql_str(message_id));
-    for b in scan_all(&ds, &["session_id"], Some(&filter)).await? {
+    for b in scan_all(ds, &["session_id"], Some(&filter)).await? {
         if b.num_rows() > 0 {
             return Ok(string_col(&b, "session_id")?.value(0).to_owned());
         }
@@ -410,12 +465,14 @@ pub async fn get_message(
     after: usize,
 ) -> Result<MessageContext> {
     let (before, after) = (before.min(50), after.min(50));
-    let session_id = session_of(store, message_id).await?;
+    let ds = store.require(MESSAGES).await?;
+    let session_id = session_of(store, &ds, message_id).await?;
     let session = session_info(store, &session_id).await?;
-    let entries = session_entries(store, &session_id).await?;
+    let mut entries = session_entries(store, &ds, &session_id).await?;
     let pos = position_of(&entries, message_id, "id")?;
     let lo = pos.saturating_sub(before);
     let hi = (pos + 1 + after).min(entries.len());
+    fill_details(&ds, &mut entries[lo..hi]).await?;
     let ids: Vec<&str> = entries[lo..hi].iter().map(|e| e.id.as_str()).collect();
     let mut parts = parts_of(store, &session_id, &ids).await?;
     let neighbour = |i: usize, parts: &mut HashMap<String, Vec<PartView>>| {

@@ -11,6 +11,7 @@
 
 pub mod error;
 pub mod get;
+pub mod hydrate;
 pub mod indexes;
 mod read;
 pub mod rowmap;

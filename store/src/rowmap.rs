@@ -29,6 +29,10 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use lance::table::format::Fragment;
+use lance::Dataset;
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -929,6 +933,113 @@ fn uuid_text(b: &[u8]) -> String {
     s
 }
 
+/// A row map checked against the `messages` dataset at hand. `messages` only grows (rows are
+/// appended, never updated, deleted or compacted), so a map built at an earlier version
+/// covers a prefix of the fragments; the fragments after it ([`Mapped::delta`]) hold the
+/// rows newer than the map, which readers take from Lance.
+#[derive(Debug, Clone)]
+pub struct Mapped {
+    pub map: Arc<RowMap>,
+    /// Fragments of `messages` written after the map was built.
+    pub delta: Vec<Fragment>,
+    pub delta_rows: usize,
+}
+
+impl Mapped {
+    /// `None` when `map` does not describe a prefix of `ds`'s fragments: built from a later
+    /// version or from another store.
+    pub fn check(map: Arc<RowMap>, ds: &Dataset) -> Option<Mapped> {
+        if map.source_version() > ds.version().version {
+            return None;
+        }
+        let mut fragments: Vec<Fragment> = ds.fragments().as_ref().clone();
+        fragments.sort_by_key(|f| f.id);
+        let mut covered = 0usize;
+        let mut split = None;
+        for (i, f) in fragments.iter().enumerate() {
+            if covered == map.rows() {
+                split = Some(i);
+                break;
+            }
+            covered += f.physical_rows?;
+        }
+        let split = match split {
+            Some(i) => i,
+            None if covered == map.rows() => fragments.len(),
+            None => return None,
+        };
+        let delta = fragments.split_off(split);
+        let delta_rows = delta.iter().map(|f| f.physical_rows.unwrap_or(0)).sum();
+        Some(Mapped {
+            map,
+            delta,
+            delta_rows,
+        })
+    }
+
+    /// The map's position of a row id, `None` for a row newer than the map.
+    pub fn position(&self, row_id: u64) -> Result<Option<usize>> {
+        self.map.position_of_row_id(row_id)
+    }
+}
+
+/// The identity of a file generation: a new map is a new inode (temp + rename).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileIdent {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+}
+
+impl FileIdent {
+    fn of(path: &Path) -> Option<FileIdent> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(FileIdent {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+        })
+    }
+}
+
+/// The open row map of a store, swapped for the new generation when the file is replaced.
+/// A serving front asks it on every query: the cost is one `stat`.
+#[derive(Default)]
+pub struct MapSlot {
+    /// The file generation last looked at, and the map opened from it (`None` if damaged).
+    open: Mutex<Option<(FileIdent, Option<Arc<RowMap>>)>>,
+}
+
+impl MapSlot {
+    /// The current map at `path`, opened again if the file changed since the last call;
+    /// `None` when there is no map or it is damaged (logged once per generation).
+    pub fn current(&self, path: &Path) -> Option<Arc<RowMap>> {
+        let ident = FileIdent::of(path);
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(ident) = ident else {
+            *open = None;
+            return None;
+        };
+        if let Some((seen, map)) = open.as_ref() {
+            if *seen == ident {
+                return map.clone();
+            }
+        }
+        let map = match RowMap::open(path) {
+            Ok(map) => Some(Arc::new(map)),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "row map not used: {e}");
+                None
+            }
+        };
+        *open = Some((ident, map.clone()));
+        map
+    }
+}
+
 /// The row map's file in a store.
 pub fn path_in(store: &Store) -> PathBuf {
     store.root().join("messages.rmm")
@@ -990,30 +1101,62 @@ pub async fn build(store: &Store, _lock: &StoreLock) -> Result<RowMapStats> {
     writer.finish()
 }
 
-/// The row map's state, for status displays.
-pub fn describe(store: &Store, messages_rows: Option<usize>) -> String {
+/// Rows newer than the map above which a sync rebuilds it. Below, readers take those rows
+/// from the newest Lance fragments (the delta), which stays cheap while it is small; a
+/// rebuild costs about 1.5 s per million rows.
+pub fn delta_limit(map_rows: usize) -> usize {
+    (map_rows / 20).max(20_000)
+}
+
+/// After a sync: rebuild the map if it is missing, damaged, does not match `messages`, or
+/// lags by more than [`delta_limit`] rows. Returns what was built, if anything.
+pub async fn refresh(store: &Store, lock: &StoreLock) -> Result<Option<RowMapStats>> {
+    let Some(ds) = store.dataset(MESSAGES).await? else {
+        return Ok(None);
+    };
+    let stale = match store.mapped(&ds) {
+        Some(m) => m.delta_rows > delta_limit(m.map.rows()),
+        None => ds.count_rows(None).await? > 0,
+    };
+    if !stale {
+        return Ok(None);
+    }
+    build(store, lock).await.map(Some)
+}
+
+/// The row map's state as this process serves it, for status displays.
+pub fn describe(store: &Store, messages: Option<&Dataset>) -> String {
     let path = path_in(store);
     if !path.exists() {
-        return "row map: not built (`pond rebuild --rowmap` builds it)".into();
+        return "row map: not built (`pond sync` or `pond rebuild --rowmap` builds it)".into();
     }
-    match RowMap::open(&path) {
-        Ok(map) => {
+    let fix = "`pond rebuild --rowmap` rebuilds it (so does the next sync)";
+    let Some(ds) = messages else {
+        return format!("row map: present but the store has no messages; {fix}");
+    };
+    match store.mapped(ds) {
+        Some(m) => {
             let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
-            // `messages` only grows, so rows beyond the map's are the newer ones.
-            let age = match messages_rows {
-                Some(n) if n > map.rows() => {
-                    format!("{} rows newer than the map", n - map.rows())
-                }
-                _ => "current".into(),
+            let age = if m.delta_rows > 0 {
+                format!(
+                    "{} rows newer than the map (read from Lance; a sync rebuilds it past {})",
+                    m.delta_rows,
+                    delta_limit(m.map.rows())
+                )
+            } else {
+                "current".into()
             };
             format!(
                 "row map: {} rows, {} sessions, {:.1} MiB, {age}",
-                map.rows(),
-                map.sessions(),
+                m.map.rows(),
+                m.map.sessions(),
                 bytes as f64 / (1 << 20) as f64
             )
         }
-        Err(e) => format!("{e}; `pond rebuild --rowmap` rebuilds it"),
+        None => match RowMap::open(&path) {
+            Err(e) => format!("{e}; not used; {fix}"),
+            Ok(_) => format!("row map: does not match the messages dataset; not used; {fix}"),
+        },
     }
 }
 

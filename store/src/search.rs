@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::Float32Type;
+use arrow_array::types::{Float32Type, UInt64Type};
 use lance_index::scalar::FullTextSearchQuery;
 use serde::Serialize;
 
 use crate::error::{Result, StoreError};
-use crate::read::{opt_str, session_rows, string_col, ts_at};
+use crate::hydrate::{self, HitRow, RowMeta};
+use crate::read::session_rows;
 use crate::schema::{sql_str, MESSAGES, SESSIONS};
 use crate::store::Store;
 
@@ -119,12 +120,8 @@ pub struct SearchRequest {
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchHit {
     pub score: f32,
-    pub session_id: String,
-    pub message_id: String,
-    pub role: String,
-    pub timestamp: i64,
-    pub project: Option<String>,
-    pub source_agent: String,
+    #[serde(flatten)]
+    pub row: HitRow,
     pub snippet: String,
 }
 
@@ -175,18 +172,11 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
     let fts = FullTextSearchQuery::new(fold_accents(query))
         .with_column("search_text".into())?
         .limit(Some(pool as i64));
+    // Rank on row ids and scores only: what a hit shows comes from the row map.
     let mut scan = ds.scan();
     scan.full_text_search(fts)?
-        .project(&[
-            "session_id",
-            "id",
-            "role",
-            "timestamp",
-            "project",
-            "source_agent",
-            "search_text",
-            "_score",
-        ])?
+        .with_row_id()
+        .project(&["_score"])?
         .prefilter(true)
         .limit(Some(pool as i64), None)?;
     if let Some(f) = &filter {
@@ -198,37 +188,39 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
         futures::TryStreamExt::try_collect::<Vec<_>>(stream).await
     };
     let (in_scope, batches) = futures::try_join!(ds.count_rows(Some(scope_filter)), ranked)?;
-    let terms = query_terms(query);
-    let mut hits = Vec::new();
+    let mut ranked: Vec<(u64, f32)> = Vec::new();
     for b in &batches {
-        let session = string_col(b, "session_id")?;
-        let id = string_col(b, "id")?;
-        let role = string_col(b, "role")?;
-        let project = string_col(b, "project")?;
-        let agent = string_col(b, "source_agent")?;
-        let text = string_col(b, "search_text")?;
+        let row_id = b
+            .column_by_name("_rowid")
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            .ok_or_else(|| StoreError::NotFound("no _rowid column in full-text results".into()))?;
         let score = b
             .column_by_name("_score")
             .and_then(|c| c.as_primitive_opt::<Float32Type>())
             .ok_or_else(|| StoreError::NotFound("no _score column in full-text results".into()))?;
-        for i in 0..b.num_rows() {
-            hits.push(SearchHit {
-                score: score.value(i),
-                session_id: session.value(i).to_owned(),
-                message_id: id.value(i).to_owned(),
-                role: role.value(i).to_owned(),
-                timestamp: ts_at(b, "timestamp", i)?.unwrap_or_default(),
-                project: opt_str(project, i),
-                source_agent: agent.value(i).to_owned(),
-                snippet: snippet(text.value(i), &terms, 240),
-            });
-        }
+        ranked.extend((0..b.num_rows()).map(|i| (row_id.value(i), score.value(i))));
     }
+    let mapped = store.mapped(&ds);
+    let ids: Vec<u64> = ranked.iter().map(|r| r.0).collect();
+    let metas = hydrate::metas(&ds, mapped.as_ref(), &ids).await?;
+    let mut rows: Vec<(f32, RowMeta)> = ranked.iter().map(|r| r.1).zip(metas).collect();
     match req.sort {
-        SortBy::Relevance => hits.sort_by(|a, b| b.score.total_cmp(&a.score)),
-        SortBy::Recency => hits.sort_by_key(|h| std::cmp::Reverse(h.timestamp)),
+        SortBy::Relevance => rows.sort_by(|a, b| b.0.total_cmp(&a.0)),
+        SortBy::Recency => rows.sort_by_key(|r| std::cmp::Reverse(r.1.row.timestamp)),
     }
-    hits.truncate(req.limit);
+    rows.truncate(req.limit);
+    let shown: Vec<&RowMeta> = rows.iter().map(|r| &r.1).collect();
+    let texts = hydrate::texts(&ds, mapped.as_ref(), &shown).await?;
+    let terms = query_terms(query);
+    let hits: Vec<SearchHit> = rows
+        .into_iter()
+        .zip(texts)
+        .map(|((score, m), text)| SearchHit {
+            score,
+            row: m.row,
+            snippet: snippet(text.as_deref().unwrap_or_default(), &terms, 240),
+        })
+        .collect();
     let total = hits.len();
     let sessions = group(store, hits).await?;
     Ok(SearchResults {
@@ -245,12 +237,12 @@ async fn group(store: &Store, hits: Vec<SearchHit>) -> Result<Vec<SessionHits>> 
     let mut order: Vec<SessionHits> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for h in hits {
-        let i = *index.entry(h.session_id.clone()).or_insert_with(|| {
+        let i = *index.entry(h.row.session_id.clone()).or_insert_with(|| {
             order.push(SessionHits {
-                session_id: h.session_id.clone(),
+                session_id: h.row.session_id.clone(),
                 title: None,
-                project: h.project.clone(),
-                source_agent: h.source_agent.clone(),
+                project: h.row.project.clone(),
+                source_agent: h.row.source_agent.clone(),
                 best_score: h.score,
                 hits: Vec::new(),
             });

@@ -14,6 +14,7 @@ use lance::Dataset;
 use serde::Serialize;
 
 use crate::error::{Result, StoreError};
+use crate::rowmap::{self, MapSlot, Mapped};
 use crate::schema::{FILES, MESSAGES, PARTS, RECORDS, SESSIONS};
 
 /// Cache caps of the store's Lance session. Lance's own defaults are GiB-sized; pond's
@@ -36,6 +37,7 @@ impl Default for StoreConfig {
 pub struct Store {
     root: PathBuf,
     session: Arc<Session>,
+    rowmap: MapSlot,
 }
 
 /// Rows per dataset, for summaries and status.
@@ -66,6 +68,7 @@ impl Store {
         Ok(Store {
             root: root.to_path_buf(),
             session,
+            rowmap: MapSlot::default(),
         })
     }
 
@@ -95,6 +98,18 @@ impl Store {
             .load()
             .await?;
         Ok(Some(ds))
+    }
+
+    /// The row map checked against `messages` at `ds`'s version: `None` when there is no
+    /// map, it is damaged, or it does not match (readers then take every row from Lance).
+    /// A map replaced by a rebuild is picked up here, on the next call.
+    pub fn mapped(&self, messages: &Dataset) -> Option<Mapped> {
+        let map = self.rowmap.current(&rowmap::path_in(self))?;
+        let mapped = Mapped::check(map, messages);
+        if mapped.is_none() {
+            tracing::warn!("row map not used: it does not match the messages dataset");
+        }
+        mapped
     }
 
     /// A dataset that must exist for a query to make sense.

@@ -462,9 +462,10 @@ impl PondServer {
             Ok(c) => out.push_str(&format!("{}\n", render::counts(c))),
             Err(e) => out.push_str(&format!("counts unavailable: {e}\n")),
         }
-        let unindexed = match self.store.dataset(schema::MESSAGES).await {
-            Ok(Some(ds)) => indexes::unindexed_rows(&ds).await.ok(),
-            _ => None,
+        let messages = self.store.dataset(schema::MESSAGES).await.ok().flatten();
+        let unindexed = match &messages {
+            Some(ds) => indexes::unindexed_rows(ds).await.ok(),
+            None => None,
         };
         match unindexed {
             Some(0) => out.push_str("full-text index: covers every searchable message\n"),
@@ -473,8 +474,10 @@ impl PondServer {
             )),
             None => out.push_str("full-text index: none yet (run `pond sync`)\n"),
         }
-        let rows = counts.ok().map(|c| c.messages);
-        out.push_str(&pond_store::rowmap::describe(&self.store, rows));
+        out.push_str(&pond_store::rowmap::describe(
+            &self.store,
+            messages.as_ref(),
+        ));
         out.push('\n');
         if let Some(sync) = self.last_sync.lock().expect("sync note").as_deref() {
             out.push_str(&format!("last background sync: {sync}\n"));

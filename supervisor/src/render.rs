@@ -53,9 +53,9 @@ pub fn search(r: &SearchResults) -> String {
                 out,
                 "   [{:.2}] {} {} {}\n{}",
                 h.score,
-                time(h.timestamp),
-                h.role,
-                h.message_id,
+                time(h.row.timestamp),
+                h.row.role,
+                h.row.message_id,
                 indent(&h.snippet, "      ")
             );
         }
@@ -247,6 +247,14 @@ pub fn sync_report(r: &SyncReport) -> String {
         r.unindexed_rows,
         r.elapsed_ms as f64 / 1000.0
     );
+    if r.rowmap_rows > 0 {
+        let _ = writeln!(
+            out,
+            "row map: rebuilt, {} rows in {:.2} s",
+            r.rowmap_rows,
+            r.rowmap_ms as f64 / 1000.0
+        );
+    }
     out
 }
 

@@ -1,49 +1,72 @@
-//! The row map built by the rebuild worker: built, reported, damaged, rebuilt.
+//! The row map: built by sync and rebuild, reported, used to answer search and get, with
+//! rows newer than it read from Lance; damaged or foreign maps are never trusted.
+
+use serde_json::Value;
 
 use crate::common::Env;
 
-#[test]
-fn rebuild_writes_the_row_map_and_status_reports_it() {
-    let env = Env::new();
-    let src = env.sources();
-    env.sync(&src);
-    let status = env.json(&["status", "--json"]);
-    assert!(
-        status["rowmap"].as_str().unwrap().contains("not built"),
-        "{status}"
-    );
+fn rowmap_state(env: &Env) -> String {
+    env.json(&["status", "--json"])["rowmap"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
 
-    let r = env.json(&["rebuild", "--rowmap", "--json"]);
-    let steps = r["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 1, "{r}");
-    assert!(
-        steps[0][0]
-            .as_str()
-            .unwrap()
-            .contains("23 rows, 5 sessions"),
-        "{r}"
-    );
-    let file = env.store().join("messages.rmm");
-    assert_eq!(r["rowmap_bytes"], std::fs::metadata(&file).unwrap().len());
-    let status = env.json(&["status", "--json"]);
-    assert!(
-        status["rowmap"]
-            .as_str()
-            .unwrap()
-            .contains("23 rows, 5 sessions"),
-        "{status}"
-    );
-    assert!(
-        status["rowmap"].as_str().unwrap().contains("current"),
-        "{status}"
-    );
+/// Every answer search and get give over the store: searches (filters, recency), every
+/// session's first and last pages, every message with its neighbours.
+fn answers(env: &Env) -> Vec<Value> {
+    let mut out = Vec::new();
+    for args in [
+        &["search", "tokenizer"][..],
+        &["search", "invoices", "--sort", "recency"],
+        &["search", "prices", "--agent", "claude-code"],
+        &["search", "parser", "--role", "assistant", "--limit", "3"],
+        &["search", "hello", "--from", "2026-01-01"],
+        &["search", "the", "--limit", "50"],
+    ] {
+        let mut a = args.to_vec();
+        a.push("--json");
+        out.push(env.json(&a));
+    }
+    let ids = |table: &str| -> Vec<String> {
+        let rows = env.sql_json(&format!("SELECT id FROM {table} ORDER BY id"));
+        let rows = rows.as_array().unwrap();
+        rows.iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for id in ids("sessions") {
+        out.push(env.json(&["get-session", &id, "--limit", "3", "--json"]));
+        out.push(env.json(&[
+            "get-session",
+            &id,
+            "--from",
+            "end",
+            "--limit",
+            "2",
+            "--json",
+        ]));
+    }
+    for id in ids("messages") {
+        out.push(env.json(&["get-message", &id, "--context", "2", "--json"]));
+    }
+    out
+}
 
-    // New rows: the map says how far behind it is.
+fn assert_same(a: &[Value], b: &[Value], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x, y, "{what}");
+    }
+}
+
+/// One new message in a new session and one appended to an existing one.
+fn more_rows(env: &Env) {
     let more = env.dir.path().join("more");
     std::fs::create_dir_all(&more).unwrap();
     std::fs::write(
         more.join("s9.jsonl"),
-        r#"{"type":"user","uuid":"zz","sessionId":"s9","timestamp":"2026-03-03T00:00:00Z","cwd":"/x","message":{"role":"user","content":"hello there"}}
+        r#"{"type":"user","uuid":"zz","sessionId":"s9","timestamp":"2026-03-03T00:00:00Z","cwd":"/x","message":{"role":"user","content":"hello there, the quokka parser"}}
 "#,
     )
     .unwrap();
@@ -54,34 +77,112 @@ fn rebuild_writes_the_row_map_and_status_reports_it() {
         "--source",
         "claude-code",
     ]);
-    let status = env.json(&["status", "--json"]);
-    assert!(
-        status["rowmap"]
-            .as_str()
-            .unwrap()
-            .contains("1 rows newer than the map"),
-        "{status}"
-    );
+}
 
-    // A damaged map is reported, never trusted, and a rebuild replaces it.
-    let mut bytes = std::fs::read(&file).unwrap();
-    let half = bytes.len() / 2;
-    bytes.truncate(half);
-    std::fs::write(&file, &bytes).unwrap();
-    let status = env.json(&["status", "--json"]);
+#[test]
+fn sync_builds_the_map_and_answers_match_lance_with_and_without_it() {
+    let env = Env::new();
+    let src = env.sources();
+    let report = env.sync(&src);
+    assert_eq!(report["rowmap_rows"], 23, "{report}");
+    let state = rowmap_state(&env);
     assert!(
-        status["rowmap"].as_str().unwrap().contains("damaged"),
-        "{status}"
+        state.contains("23 rows, 5 sessions") && state.contains("current"),
+        "{state}"
     );
-    env.ok(&["rebuild", "--rowmap"]);
-    let status = env.json(&["status", "--json"]);
+    let file = env.store().join("messages.rmm");
+    let mapped = answers(&env);
+    assert!(mapped.len() > 30);
+
+    // Without the map every row comes from Lance: the same answers.
+    std::fs::remove_file(&file).unwrap();
+    assert!(rowmap_state(&env).contains("not built"));
+    assert_same(&mapped, &answers(&env), "no map");
+
+    // A rebuilt map: the same answers again.
+    let r = env.json(&["rebuild", "--rowmap", "--json"]);
+    assert_eq!(r["rowmap_bytes"], std::fs::metadata(&file).unwrap().len());
+    assert_same(&mapped, &answers(&env), "rebuilt map");
+
+    // A small sync leaves the map as it is: the new rows are read from Lance.
+    more_rows(&env);
+    let state = rowmap_state(&env);
+    assert!(state.contains("1 rows newer than the map"), "{state}");
+    let with_delta = answers(&env);
+    let hit = &env.json(&["search", "quokka", "--json"])["sessions"][0];
+    assert_eq!(hit["session_id"], "s9", "{hit}");
+    assert_eq!(hit["hits"][0]["message_id"], "zz", "{hit}");
+    let page = env.json(&["get-session", "s9", "--json"]);
+    assert_eq!(
+        page["messages"][0]["text"],
+        "hello there, the quokka parser"
+    );
+    std::fs::rename(&file, env.dir.path().join("map.bak")).unwrap();
+    assert_same(&with_delta, &answers(&env), "delta rows, no map");
+    std::fs::rename(env.dir.path().join("map.bak"), &file).unwrap();
+
+    // A sync finding the map missing builds it.
+    std::fs::remove_file(&file).unwrap();
+    let report = env.sync(&src);
+    assert_eq!(report["messages_added"], 0);
+    assert_eq!(report["rowmap_rows"], 24, "{report}");
+    assert_same(&with_delta, &answers(&env), "map built by a no-op sync");
+}
+
+#[test]
+fn damaged_or_foreign_maps_are_not_used_and_sync_replaces_them() {
+    let env = Env::new();
+    let src = env.sources();
+    env.sync(&src);
+    let file = env.store().join("messages.rmm");
+    let good = answers(&env);
+
+    // Truncated: reported, not trusted; answers come from Lance.
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+    let state = rowmap_state(&env);
     assert!(
-        status["rowmap"]
-            .as_str()
-            .unwrap()
-            .contains("24 rows, 6 sessions"),
-        "{status}"
+        state.contains("damaged") && state.contains("not used"),
+        "{state}"
     );
+    assert_same(&good, &answers(&env), "truncated map");
+    // Flipped bytes in the row headers: still no crash, never wrong answers.
+    let mut flipped = bytes.clone();
+    for b in flipped.iter_mut().skip(200).step_by(97) {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&file, &flipped).unwrap();
+    for args in [
+        &["search", "tokenizer", "--json"][..],
+        &["status", "--json"],
+    ] {
+        let out = env.run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code().is_some() && !err.contains("panicked"),
+            "no crash on {args:?}: {err}"
+        );
+    }
+
+    // A map from another store (fewer rows than this one's fragments add up to).
+    let other = Env::new();
+    let one = other.dir.path().join("one");
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::copy(
+        src.join("claude/projects/-home-dev-legacy/22222222-2222-4222-8222-222222222222.jsonl"),
+        one.join("22222222-2222-4222-8222-222222222222.jsonl"),
+    )
+    .unwrap();
+    other.sync(&one);
+    std::fs::copy(other.store().join("messages.rmm"), &file).unwrap();
+    let state = rowmap_state(&env);
+    assert!(state.contains("does not match"), "{state}");
+    assert_same(&good, &answers(&env), "foreign map");
+
+    // The next sync replaces it.
+    let report = env.sync(&src);
+    assert_eq!(report["rowmap_rows"], 23, "{report}");
+    assert!(rowmap_state(&env).contains("current"));
     let leftovers: Vec<_> = std::fs::read_dir(env.store())
         .unwrap()
         .flatten()

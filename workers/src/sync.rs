@@ -1,5 +1,5 @@
 //! The sync job: discover session files, read what is new in each, and store it in one
-//! journaled transaction, then bring the indexes up to date.
+//! journaled transaction, then bring the indexes and the row map up to date.
 //!
 //! Memory is bounded by the flush size, not the corpus: parsed rows are written every
 //! [`FLUSH_BYTES`] (or [`FLUSH_MESSAGES`]), and only file cursors and the store-wide
@@ -16,7 +16,7 @@ use pond_ingest::{
     discover, read_file, FileBatch, FileCursor, ReadOutcome, SourceFile, SourceKind,
 };
 use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
-use pond_store::{indexes, Store, SyncWriter};
+use pond_store::{indexes, rowmap, Store, SyncWriter};
 
 pub const FLUSH_BYTES: usize = 64 << 20;
 /// Unread bytes per read window (two windows are in memory at once: one parsed, one read).
@@ -170,7 +170,8 @@ pub async fn run(
     }
     flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
     let t = Instant::now();
-    writer.commit(new_cursors).await?;
+    // Indexes and the row map are brought up to date under the same lock.
+    let lock = writer.commit(new_cursors).await?;
     report.write_ms += t.elapsed().as_millis() as u64;
     report.sessions_touched = sessions.len() as u64;
 
@@ -182,7 +183,13 @@ pub async fn run(
         report.indexes_created = idx.created as u64;
         report.indexes_updated = idx.updated;
         report.unindexed_rows = idx.unindexed_rows as u64;
+        let t = Instant::now();
+        if let Some(stats) = rowmap::refresh(store, &lock).await? {
+            report.rowmap_rows = stats.rows;
+            report.rowmap_ms = t.elapsed().as_millis() as u64;
+        }
     }
+    drop(lock);
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
