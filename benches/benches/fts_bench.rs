@@ -3,12 +3,14 @@
 //! `cargo bench --bench fts_bench -- [--messages N] [--queries Q] [--work DIR]`
 //! Generates and syncs (once) a corpus of N messages, then runs Q one-to-three-word queries
 //! (fixed seed) through a freshly opened store with pond's default cache caps, the way the
-//! front runs them: cold first query, then p50/p95 over the rest.
+//! front runs them: cold first query, then p50/p95 over the rest. Then hydration of 10
+//! random hits from the row map versus from Lance by row id.
 
 use std::time::Instant;
 
 use pond_benches::corpus::Rng;
 use pond_benches::{report, work};
+use pond_store::hydrate;
 use pond_store::search::{search, SearchFilters, SearchRequest, SortBy};
 use pond_store::{Store, StoreConfig};
 use serde_json::json;
@@ -55,6 +57,29 @@ fn main() {
             search(&store, &req).await.expect("search");
             filtered.push(t.elapsed().as_secs_f64() * 1000.0);
         }
+        // Hydration of 10 hits: from the row map, and from Lance by row id (what the front
+        // does for rows newer than the map, and for every row without one).
+        let ds = store.require(pond_store::schema::MESSAGES).await.unwrap();
+        let mapped = store.mapped(&ds).expect("the bench store has a current row map");
+        let (mut from_map, mut from_lance) = (Vec::new(), Vec::new());
+        for _ in 0..queries {
+            let ids: Vec<u64> = (0..10)
+                .map(|_| {
+                    let pos = rng.below(mapped.map.rows() as u64) as usize;
+                    mapped.map.row(pos).unwrap().row_id
+                })
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            for (source, out) in [(Some(&mapped), &mut from_map), (None, &mut from_lance)] {
+                let t = Instant::now();
+                let metas = hydrate::metas(&ds, source, &ids).await.unwrap();
+                let rows: Vec<_> = metas.iter().collect();
+                let texts = hydrate::texts(&ds, source, &rows).await.unwrap();
+                out.push(t.elapsed().as_secs_f64() * 1000.0);
+                assert_eq!(texts.len(), ids.len());
+            }
+        }
         let r2 = |x: f64| (x * 100.0).round() / 100.0;
         json!({
             "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
@@ -68,6 +93,10 @@ fn main() {
             "p95_ms": r2(report::percentile(&mut lat, 95.0)),
             "filtered_p50_ms": r2(report::percentile(&mut filtered, 50.0)),
             "filtered_p95_ms": r2(report::percentile(&mut filtered, 95.0)),
+            "hydrate10_map_p50_ms": (report::percentile(&mut from_map, 50.0) * 1000.0).round() / 1000.0,
+            "hydrate10_map_p95_ms": (report::percentile(&mut from_map, 95.0) * 1000.0).round() / 1000.0,
+            "hydrate10_lance_p50_ms": r2(report::percentile(&mut from_lance, 50.0)),
+            "hydrate10_lance_p95_ms": r2(report::percentile(&mut from_lance, 95.0)),
             "index_cache_mib": StoreConfig::default().index_cache_bytes >> 20,
             "process_footprint_mib": pond_supervisor::footprint::of_self().map_or(0, |f| f.footprint_kib() / 1024),
         })

@@ -2,7 +2,7 @@
 //! footprint after full-text + SQL + get, multi-process versus `--in-process`.
 //!
 //! `cargo bench --bench supervisor_bench -- [--messages N] [--pings P] [--spawns S]
-//!  [--queries Q] [--idle-secs T] [--work DIR]`
+//!  [--queries Q] [--idle-secs T] [--no-rowmap] [--work DIR]`
 //!
 //! This bench belongs to the root `pond` package (it needs the real binary, which cargo
 //! builds for it as `CARGO_BIN_EXE_pond`); it lives here beside the other benches.
@@ -216,16 +216,28 @@ fn main() {
         .unwrap();
     let figures = rt.block_on(async {
         let store = work::synced_store(messages).await;
+        // `--no-rowmap`: the fronts serve without the row map (every hit from Lance), for
+        // the before/after comparison; the map is put back at the end.
+        let map = store.join("messages.rmm");
+        let aside = store.join("messages.rmm.aside");
+        let no_rowmap = work::flag("--no-rowmap");
+        if no_rowmap {
+            std::fs::rename(&map, &aside).expect("move the row map aside");
+        }
         let mut figures = json!({
             "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
             "messages": messages,
             "malloc_trim": "off",
+            "rowmap": !no_rowmap,
         });
         let parts = [
             ipc(&store, spawns, pings).await,
             front(&store, false, queries, idle).await,
             front(&store, true, queries, idle).await,
         ];
+        if no_rowmap {
+            std::fs::rename(&aside, &map).expect("put the row map back");
+        }
         let obj = figures.as_object_mut().unwrap();
         for p in parts {
             obj.extend(p.as_object().unwrap().clone());

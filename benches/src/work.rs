@@ -15,6 +15,11 @@ pub fn arg(name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
+/// Whether the flag `name` was given.
+pub fn flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
 /// `--work DIR`, default `$CARGO_TARGET_DIR/pond-bench` (else `target/pond-bench`).
 pub fn work_dir() -> PathBuf {
     arg("--work").map(PathBuf::from).unwrap_or_else(|| {
@@ -75,6 +80,12 @@ pub async fn synced_store(messages: u64) -> PathBuf {
             .expect("sync");
         std::fs::write(&ready, "").expect("mark the store complete");
     }
+    // Stores made before sync built the row map get one here.
+    let store = Store::open(&store_dir, StoreConfig::default()).expect("open store");
+    let lock = store.lock().expect("store lock");
+    pond_store::rowmap::refresh(&store, &lock)
+        .await
+        .expect("row map");
     store_dir
 }
 

@@ -952,23 +952,24 @@ impl Mapped {
         if map.source_version() > ds.version().version {
             return None;
         }
-        let mut fragments: Vec<Fragment> = ds.fragments().as_ref().clone();
-        fragments.sort_by_key(|f| f.id);
+        // Lance keeps fragments in id order; only the delta (usually none) is copied.
+        let fragments = ds.fragments();
+        if !fragments.is_sorted_by_key(|f| f.id) {
+            return None;
+        }
         let mut covered = 0usize;
-        let mut split = None;
+        let mut split = fragments.len();
         for (i, f) in fragments.iter().enumerate() {
             if covered == map.rows() {
-                split = Some(i);
+                split = i;
                 break;
             }
             covered += f.physical_rows?;
         }
-        let split = match split {
-            Some(i) => i,
-            None if covered == map.rows() => fragments.len(),
-            None => return None,
-        };
-        let delta = fragments.split_off(split);
+        if covered != map.rows() {
+            return None;
+        }
+        let delta = fragments[split..].to_vec();
         let delta_rows = delta.iter().map(|f| f.physical_rows.unwrap_or(0)).sum();
         Some(Mapped {
             map,

@@ -80,6 +80,20 @@ impl Env {
         self.json(&["sync", "--path", path.to_str().unwrap(), "--json"])
     }
 
+    /// Sync one new message (id `zz`, in a new session `s9`, text mentioning a quokka).
+    pub fn sync_one_more_message(&self) {
+        let more = self.dir.path().join("more");
+        std::fs::create_dir_all(&more).unwrap();
+        std::fs::write(
+            more.join("s9.jsonl"),
+            r#"{"type":"user","uuid":"zz","sessionId":"s9","timestamp":"2026-03-03T00:00:00Z","cwd":"/x","message":{"role":"user","content":"hello there, the quokka parser"}}
+"#,
+        )
+        .unwrap();
+        let path = more.to_str().unwrap();
+        self.ok(&["sync", "--path", path, "--source", "claude-code"]);
+    }
+
     pub fn sql_json(&self, q: &str) -> serde_json::Value {
         self.json(&["sql", q, "--format", "json"])
     }

@@ -571,6 +571,51 @@ fn rebuild_while_serving_keeps_answers_and_holds_the_store_lock() {
 }
 
 #[test]
+fn a_serving_front_reads_new_rows_and_switches_to_a_new_row_map() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("row map: 23 rows, 5 sessions"), "{status}");
+
+        // Rows synced while it serves are found before the map includes them.
+        env.sync_one_more_message();
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("1 rows newer than the map"), "{status}");
+        let hit = c.ok("pond_search", json!({"query": "quokka"})).await;
+        assert!(hit.contains("zz") && hit.contains("s9"), "{hit}");
+        let got = c.ok("pond_get_message", json!({"id": "zz"})).await;
+        assert!(got.contains("hello there, the quokka parser"), "{got}");
+
+        // A new generation replaces the file: the front switches on its next query.
+        env.ok(&["rebuild", "--rowmap"]);
+        let status = c.resource("pond://status").await;
+        assert!(
+            status.contains("row map: 24 rows, 6 sessions") && status.contains("current"),
+            "{status}"
+        );
+        assert_eq!(c.ok("pond_search", json!({"query": "quokka"})).await, hit);
+        let page = c.ok("pond_get_session", json!({"id": "s9"})).await;
+        assert!(page.contains("hello there, the quokka parser"), "{page}");
+        let before = c
+            .ok("pond_search", json!({"query": "invoices table"}))
+            .await;
+
+        // The map removed under it: answers come from Lance, unchanged.
+        std::fs::remove_file(env.store().join("messages.rmm")).unwrap();
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("row map: not built"), "{status}");
+        assert_eq!(c.ok("pond_search", json!({"query": "quokka"})).await, hit);
+        assert_eq!(
+            c.ok("pond_search", json!({"query": "invoices table"}))
+                .await,
+            before
+        );
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
 fn mcp_sql_worker_over_its_memory_budget_is_killed() {
     let env = synced();
     runtime().block_on(async {

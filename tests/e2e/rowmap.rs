@@ -60,25 +60,6 @@ fn assert_same(a: &[Value], b: &[Value], what: &str) {
     }
 }
 
-/// One new message in a new session and one appended to an existing one.
-fn more_rows(env: &Env) {
-    let more = env.dir.path().join("more");
-    std::fs::create_dir_all(&more).unwrap();
-    std::fs::write(
-        more.join("s9.jsonl"),
-        r#"{"type":"user","uuid":"zz","sessionId":"s9","timestamp":"2026-03-03T00:00:00Z","cwd":"/x","message":{"role":"user","content":"hello there, the quokka parser"}}
-"#,
-    )
-    .unwrap();
-    env.ok(&[
-        "sync",
-        "--path",
-        more.to_str().unwrap(),
-        "--source",
-        "claude-code",
-    ]);
-}
-
 #[test]
 fn sync_builds_the_map_and_answers_match_lance_with_and_without_it() {
     let env = Env::new();
@@ -105,7 +86,7 @@ fn sync_builds_the_map_and_answers_match_lance_with_and_without_it() {
     assert_same(&mapped, &answers(&env), "rebuilt map");
 
     // A small sync leaves the map as it is: the new rows are read from Lance.
-    more_rows(&env);
+    env.sync_one_more_message();
     let state = rowmap_state(&env);
     assert!(state.contains("1 rows newer than the map"), "{state}");
     let with_delta = answers(&env);
