@@ -53,6 +53,15 @@ fn answers(env: &Env) -> Vec<Value> {
     out
 }
 
+fn assert_no_temp_files(env: &Env) {
+    let leftovers: Vec<_> = std::fs::read_dir(env.store())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "no temp files: {leftovers:?}");
+}
+
 fn assert_same(a: &[Value], b: &[Value], what: &str) {
     assert_eq!(a.len(), b.len(), "{what}");
     for (x, y) in a.iter().zip(b) {
@@ -164,10 +173,41 @@ fn damaged_or_foreign_maps_are_not_used_and_sync_replaces_them() {
     let report = env.sync(&src);
     assert_eq!(report["rowmap_rows"], 23, "{report}");
     assert!(rowmap_state(&env).contains("current"));
-    let leftovers: Vec<_> = std::fs::read_dir(env.store())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+    assert_no_temp_files(&env);
+}
+
+#[test]
+fn concurrent_rebuilds_one_builds_the_others_refuse_and_the_map_stays_whole() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let good = answers(&env);
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            env.cmd(&["rebuild", "--rowmap"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
         .collect();
-    assert!(leftovers.is_empty(), "no temp files: {leftovers:?}");
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let built = outs.iter().filter(|o| o.status.success()).count();
+    assert!(built >= 1, "at least one rebuild runs");
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("lock"),
+            "a refused rebuild names the lock: {err}"
+        );
+    }
+    let state = rowmap_state(&env);
+    assert!(
+        state.contains("23 rows, 5 sessions") && state.contains("current"),
+        "{state}"
+    );
+    assert_same(&good, &answers(&env), "after concurrent rebuilds");
+    assert_no_temp_files(&env);
 }
