@@ -12,11 +12,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use pond_ingest::SourceKind;
-use pond_protocol::job::{RebuildReport, RebuildRequest};
+use pond_protocol::job::{BackfillRequest, RebuildReport, RebuildRequest};
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::{Job, Output, Progress, WorkerKind};
 use pond_store::get::{self, PageRequest};
-use pond_store::search::{self, SearchFilters, SearchRequest, SortBy};
+use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest, SortBy};
 use pond_store::sql::{self, SqlFormat, SqlLimits};
 use pond_store::{Store, StoreConfig};
 use pond_supervisor::mcp::AutoSync;
@@ -76,6 +76,13 @@ enum Sort {
     Recency,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    Fts,
+    Vector,
+    Hybrid,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum FromEnd {
     Start,
@@ -87,6 +94,31 @@ enum Format {
     Table,
     Json,
     Csv,
+}
+
+#[derive(Subcommand)]
+enum ModelAction {
+    /// Import a BERT-shaped sentence embedder from a folder (config.json, tokenizer.json,
+    /// model.safetensors in f32, f16 or bf16) as the store's f16 model asset
+    Import {
+        dir: PathBuf,
+        /// The name stored with every vector [default: the folder's name]
+        #[arg(long)]
+        name: Option<String>,
+        /// Prepended to queries [default: "query: " for E5 models, else none]
+        #[arg(long, requires = "passage_prefix")]
+        query_prefix: Option<String>,
+        /// Prepended to stored texts [default: "passage: " for E5 models, else none]
+        #[arg(long, requires = "query_prefix")]
+        passage_prefix: Option<String>,
+    },
+    /// Download a model from the Hugging Face hub and import it
+    Fetch {
+        #[arg(default_value = pond_embed::fetch::DEFAULT_MODEL)]
+        repo: String,
+    },
+    /// Show the store's model
+    Show,
 }
 
 #[derive(Subcommand)]
@@ -105,10 +137,17 @@ enum Command {
         /// Leave the index update to a later sync
         #[arg(long)]
         no_index: bool,
+        /// Do not embed the new messages (a store with a model embeds them after a sync)
+        #[arg(long)]
+        no_embed: bool,
     },
-    /// Full-text search over user and assistant messages
+    /// Search user and assistant messages: full-text (default), vector or hybrid
     Search {
         query: String,
+        /// fts (BM25), vector (needs a model: `pond model import|fetch`, then `pond embed`)
+        /// or hybrid (both, fused)
+        #[arg(long, value_enum, default_value_t = Mode::Fts)]
+        mode: Mode,
         /// Only projects whose path contains this
         #[arg(long)]
         project: Option<String>,
@@ -194,6 +233,19 @@ enum Command {
         /// Only the row map
         #[arg(long)]
         rowmap: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The embedding model: import a local folder, or fetch the default from the hub
+    Model {
+        #[command(subcommand)]
+        action: ModelAction,
+    },
+    /// Embed every message that has no vector yet, in the embed worker (resumable)
+    Embed {
+        /// Stop after this many messages
+        #[arg(long, default_value_t = 0)]
+        limit: u64,
         #[arg(long)]
         json: bool,
     },
@@ -292,16 +344,16 @@ fn worker(cli: &Cli, kind: &str, ipc: &str, parent: u32) -> std::process::ExitCo
 /// Where this process runs heavy jobs: worker processes, or itself with `--in-process`.
 fn runner(cli: &Cli, store: &Arc<Store>) -> Result<Runner> {
     if cli.in_process {
-        let store = store.clone();
+        let jobs = Arc::new(pond_workers::jobs::Jobs::new(store.clone()));
         let local: LocalJobs = Arc::new(move |job, progress| {
-            let store = store.clone();
+            let jobs = jobs.clone();
             Box::pin(async move {
                 let mut report = |p| {
                     if let Some(tx) = &progress {
                         let _ = tx.send(p);
                     }
                 };
-                pond_workers::jobs::execute(&store, job, &mut report).await
+                jobs.execute(job, &mut report).await
             })
         });
         return Ok(Runner::InProcess(local));
@@ -331,7 +383,14 @@ async fn run(cli: Cli) -> Result<()> {
     let store = Arc::new(store);
     let runner = matches!(
         cli.command,
-        Command::Mcp { .. } | Command::Rebuild { .. } | Command::Sync { .. }
+        Command::Mcp { .. }
+            | Command::Rebuild { .. }
+            | Command::Sync { .. }
+            | Command::Embed { .. }
+            | Command::Search {
+                mode: Mode::Vector | Mode::Hybrid,
+                ..
+            }
     )
     .then(|| runner(&cli, &store))
     .transpose()?;
@@ -351,6 +410,13 @@ async fn run(cli: Cli) -> Result<()> {
                 .await
                 .map_err(anyhow::Error::msg)
         }
+        Command::Embed { limit, json } => {
+            let runner = runner();
+            let result = embed(&runner, limit, json).await;
+            runner.shutdown().await;
+            result
+        }
+        Command::Model { action } => model(&store, action).await,
         Command::Rebuild {
             fts,
             scalar,
@@ -394,14 +460,20 @@ async fn run(cli: Cli) -> Result<()> {
             path,
             json,
             no_index,
+            no_embed,
         } => {
             let runner = runner();
-            let result = sync(&store, &runner, source, path, json, no_index).await;
+            let mut result = sync(&store, &runner, source, path, json, no_index).await;
+            // A store with a model embeds what the sync added.
+            if result.is_ok() && !no_embed && store.model_dir().join("manifest.json").exists() {
+                result = embed(&runner, 0, json).await;
+            }
             runner.shutdown().await;
             result
         }
         Command::Search {
             query,
+            mode,
             project,
             session,
             agent,
@@ -427,8 +499,21 @@ async fn run(cli: Cli) -> Result<()> {
                     Sort::Recency => SortBy::Recency,
                 },
                 limit,
+                mode: match mode {
+                    Mode::Fts => SearchMode::Fts,
+                    Mode::Vector => SearchMode::Vector,
+                    Mode::Hybrid => SearchMode::Hybrid,
+                },
             };
-            let results = search::search(&store, &req).await?;
+            let vector = if mode == Mode::Fts {
+                None
+            } else {
+                let runner = runner();
+                let v = runner.embed_query(&req.query).await;
+                runner.shutdown().await;
+                Some(v?)
+            };
+            let results = search::search(&store, &req, vector.as_ref()).await?;
             emit(json, &results, render::search)
         }
         Command::GetSession {
@@ -548,6 +633,117 @@ fn source_list(source: Option<Agent>, path: Option<PathBuf>) -> Vec<SyncSource> 
             })
             .collect(),
     }
+}
+
+/// Embed messages without vectors in the embed worker, with a progress bar.
+async fn embed(runner: &Runner, limit: u64, json: bool) -> Result<()> {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} messages embedded ({eta})",
+            )
+            .expect("valid template"),
+        );
+        b
+    });
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let show_bar = bar.clone();
+    let show = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            if let (Some(b), Progress::Embed(p)) = (&show_bar, p) {
+                b.set_length(p.total);
+                b.set_position(p.done);
+            }
+        }
+    });
+    let opts = JobOptions {
+        deadline: None,
+        progress: Some(tx),
+    };
+    let outcome = runner
+        .run(Job::Backfill(BackfillRequest { limit }), opts)
+        .await;
+    let _ = show.await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let report = match outcome? {
+        Output::Backfill(r) => r,
+        other => anyhow::bail!("unexpected reply to an embed job: {other:?}"),
+    };
+    if json {
+        print_json(&report)
+    } else {
+        println!(
+            "embedded {} messages with {} in {:.1} s ({} had vectors, {} left); peak RSS of the embed worker {} MiB",
+            report.embedded,
+            report.model,
+            report.elapsed_ms as f64 / 1000.0,
+            report.already,
+            report.remaining,
+            report.peak_kib >> 10
+        );
+        Ok(())
+    }
+}
+
+async fn model(store: &Store, action: ModelAction) -> Result<()> {
+    let dst = store.model_dir();
+    let manifest = match action {
+        ModelAction::Show => {
+            let m = pond_embed::Manifest::read(&dst)?;
+            println!("{}", serde_json::to_string_pretty(&m)?);
+            for (model, n) in pond_store::vectors::counts(store).await? {
+                println!("{n} vectors from {model}");
+            }
+            return Ok(());
+        }
+        ModelAction::Import {
+            dir,
+            name,
+            query_prefix,
+            passage_prefix,
+        } => {
+            let name = name.unwrap_or_else(|| {
+                dir.canonicalize()
+                    .ok()
+                    .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| "model".into())
+            });
+            let prefixes = query_prefix.zip(passage_prefix);
+            pond_embed::import(&dir, &dst, &name, prefixes)?
+        }
+        ModelAction::Fetch { repo } => {
+            let download = store.root().join("model.download");
+            let mut last = String::new();
+            let mut show = |file: &str, got: u64, total: Option<u64>| {
+                let line = format!(
+                    "{file}: {} MiB of {}",
+                    got >> 20,
+                    total.map_or("?".into(), |t| format!("{} MiB", t >> 20))
+                );
+                if line != last {
+                    eprint!("\r{line}   ");
+                    last = line;
+                }
+            };
+            pond_embed::fetch::download(&repo, &download, &mut show).await?;
+            eprintln!();
+            let m = pond_embed::import(&download, &dst, &repo, None)?;
+            std::fs::remove_dir_all(&download)?;
+            m
+        }
+    };
+    println!(
+        "imported {} ({} dims, {} parameters, {} -> f16) into {}; `pond embed` embeds the archive",
+        manifest.name,
+        manifest.dims,
+        manifest.parameters,
+        manifest.source_dtype,
+        dst.display()
+    );
+    Ok(())
 }
 
 async fn sync(

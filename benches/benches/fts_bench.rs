@@ -11,7 +11,7 @@ use std::time::Instant;
 use pond_benches::corpus::Rng;
 use pond_benches::{report, work};
 use pond_store::hydrate;
-use pond_store::search::{search, SearchFilters, SearchRequest, SortBy};
+use pond_store::search::{search, SearchFilters, SearchMode, SearchRequest, SortBy};
 use pond_store::{Store, StoreConfig};
 use serde_json::json;
 
@@ -38,9 +38,9 @@ fn main() {
                 q.push(' ');
                 q.push_str(rng.pick::<&str>(work::QUERY_TERMS));
             }
-            let req = SearchRequest { query: q, filters: SearchFilters::default(), sort: SortBy::Relevance, limit: 10 };
+            let req = SearchRequest { query: q, filters: SearchFilters::default(), sort: SortBy::Relevance, limit: 10, mode: SearchMode::Fts };
             let t = Instant::now();
-            let r = search(&store, &req).await.expect("search");
+            let r = search(&store, &req, None).await.expect("search");
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             hits += r.hits;
             if i == 0 { cold_ms = ms } else { lat.push(ms) }
@@ -52,9 +52,10 @@ fn main() {
                 filters: SearchFilters { project: Some("shop".into()), role: Some("user".into()), ..Default::default() },
                 sort: SortBy::Relevance,
                 limit: 10,
+                mode: SearchMode::Fts,
             };
             let t = Instant::now();
-            search(&store, &req).await.expect("search");
+            search(&store, &req, None).await.expect("search");
             filtered.push(t.elapsed().as_secs_f64() * 1000.0);
         }
         // Hydration of 10 hits: from the row map, and from Lance by row id (what the front

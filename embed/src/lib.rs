@@ -11,6 +11,7 @@
 //! exits when idle, which is how the model is unloaded.
 
 mod asset;
+pub mod fetch;
 mod model;
 pub mod random_bert;
 #[cfg(test)]

@@ -20,16 +20,25 @@ pub enum WorkerKind {
     Sync,
     /// Index rebuilds; one job, then exit.
     Index,
+    /// The embedding model: query vectors and backfills; long-lived until idle (exiting is
+    /// how the model is unloaded).
+    Embed,
 }
 
 impl WorkerKind {
-    pub const ALL: [WorkerKind; 3] = [WorkerKind::Sql, WorkerKind::Sync, WorkerKind::Index];
+    pub const ALL: [WorkerKind; 4] = [
+        WorkerKind::Sql,
+        WorkerKind::Sync,
+        WorkerKind::Index,
+        WorkerKind::Embed,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             WorkerKind::Sql => "sql",
             WorkerKind::Sync => "sync",
             WorkerKind::Index => "index",
+            WorkerKind::Embed => "embed",
         }
     }
 
@@ -39,7 +48,7 @@ impl WorkerKind {
 
     /// Whether a worker of this kind runs one job and exits.
     pub fn one_shot(self) -> bool {
-        !matches!(self, WorkerKind::Sql)
+        !matches!(self, WorkerKind::Sql | WorkerKind::Embed)
     }
 }
 
@@ -92,6 +101,10 @@ pub enum Job {
     Sql(SqlJob),
     Sync(SyncRequest),
     Rebuild(RebuildRequest),
+    /// Embed a few texts (queries): the vectors come back.
+    Embed(EmbedJob),
+    /// Embed every searchable message that has no vector from the current model yet.
+    Backfill(BackfillRequest),
 }
 
 impl Job {
@@ -101,6 +114,7 @@ impl Job {
             Job::Ping | Job::Sql(_) => WorkerKind::Sql,
             Job::Sync(_) => WorkerKind::Sync,
             Job::Rebuild(_) => WorkerKind::Index,
+            Job::Embed(_) | Job::Backfill(_) => WorkerKind::Embed,
         }
     }
 }
@@ -153,12 +167,60 @@ pub struct RebuildReport {
     pub peak_kib: u64,
 }
 
+/// At most this many texts per embed job, each cut to [`EMBED_TEXT_BYTES`]: an IPC message
+/// stays small.
+pub const EMBED_MAX_TEXTS: usize = 64;
+pub const EMBED_TEXT_BYTES: usize = 16 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbedJob {
+    pub texts: Vec<String>,
+    /// Queries get the model's query prefix; otherwise the passage prefix.
+    pub query: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vectors {
+    pub model: String,
+    pub dims: u32,
+    /// One unit vector per text.
+    pub vectors: Vec<Vec<f32>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackfillRequest {
+    /// Stop after this many messages (0: all of them).
+    pub limit: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbedProgress {
+    pub done: u64,
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackfillReport {
+    pub model: String,
+    /// Messages embedded by this job.
+    pub embedded: u64,
+    /// Searchable messages that already had a vector from this model.
+    pub already: u64,
+    /// Searchable messages still without one (a limit or a stop left them).
+    pub remaining: u64,
+    pub elapsed_ms: u64,
+    /// The worker's peak resident memory (VmHWM), KiB.
+    pub peak_kib: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Output {
     Pong,
     Sql(SqlOutput),
     Sync(SyncReport),
     Rebuild(RebuildReport),
+    Vectors(Vectors),
+    Backfill(BackfillReport),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,6 +228,7 @@ pub enum Progress {
     Sync(SyncProgress),
     /// A named step of a longer job has started.
     Step(String),
+    Embed(EmbedProgress),
 }
 
 /// Why a job failed, in words a caller can act on.

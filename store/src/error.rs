@@ -14,7 +14,7 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
-    #[error("another sync or rebuild holds the store lock {0}; wait for it to finish")]
+    #[error("{0}")]
     Locked(String),
     #[error("{0}")]
     NotFound(String),

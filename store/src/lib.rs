@@ -19,6 +19,7 @@ pub mod schema;
 pub mod search;
 pub mod sql;
 mod store;
+pub mod vectors;
 mod writer;
 
 pub use error::{Result, StoreError};

@@ -9,6 +9,17 @@ use pond_ingest::SessionRow;
 
 use crate::error::{Result, StoreError};
 
+/// What describes a message in a hit, the row map and an embedding row (with `_rowid`).
+pub(crate) const MESSAGE_COLUMNS: [&str; 7] = [
+    "session_id",
+    "id",
+    "timestamp",
+    "role",
+    "source_agent",
+    "project",
+    "search_text",
+];
+
 fn missing(name: &str) -> StoreError {
     StoreError::NotFound(format!("column {name} missing or of an unexpected type"))
 }

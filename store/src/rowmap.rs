@@ -37,7 +37,7 @@ use lance::Dataset;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Result, StoreError};
-use crate::read::{string_col, ts_at};
+use crate::read::{string_col, ts_at, MESSAGE_COLUMNS};
 use crate::schema::MESSAGES;
 use crate::store::{Store, StoreLock};
 
@@ -1058,15 +1058,7 @@ pub async fn build(store: &Store, _lock: &StoreLock) -> Result<RowMapStats> {
     let mut writer = RowMapWriter::create(&path, ds.version_id())?;
     let mut scan = ds.scan();
     scan.with_row_id()
-        .project(&[
-            "session_id",
-            "id",
-            "timestamp",
-            "role",
-            "source_agent",
-            "project",
-            "search_text",
-        ])?
+        .project(&MESSAGE_COLUMNS)?
         .batch_size(4096)
         .scan_in_order(true);
     let mut stream = scan.try_into_stream().await?;

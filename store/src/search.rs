@@ -13,6 +13,7 @@ use crate::hydrate::{self, HitRow, RowMeta};
 use crate::read::session_rows;
 use crate::schema::{sql_str, MESSAGES, SESSIONS};
 use crate::store::Store;
+use crate::vectors;
 
 pub const MAX_LIMIT: usize = 200;
 
@@ -109,13 +110,48 @@ pub enum SortBy {
     Recency,
 }
 
+/// How hits are ranked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// BM25 over the search text.
+    #[default]
+    Fts,
+    /// Nearest neighbours of the query's embedding.
+    Vector,
+    /// Both, fused by reciprocal rank.
+    Hybrid,
+}
+
+impl SearchMode {
+    pub fn parse(s: &str) -> Option<SearchMode> {
+        match s {
+            "fts" | "full-text" | "bm25" => Some(SearchMode::Fts),
+            "vector" | "semantic" => Some(SearchMode::Vector),
+            "hybrid" => Some(SearchMode::Hybrid),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SearchRequest {
     pub query: String,
     pub filters: SearchFilters,
     pub sort: SortBy,
     pub limit: usize,
+    pub mode: SearchMode,
 }
+
+/// The query's embedding, for vector and hybrid modes (the embed worker makes it).
+#[derive(Debug, Clone)]
+pub struct QueryVector {
+    pub model: String,
+    pub vector: Vec<f32>,
+}
+
+/// Reciprocal rank fusion's constant: a hit ranked r-th in an arm adds 1 / (K + r).
+const RRF_K: f32 = 60.0;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchHit {
@@ -138,6 +174,7 @@ pub struct SessionHits {
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchResults {
     pub query: String,
+    pub mode: SearchMode,
     pub sort: SortBy,
     pub sessions: Vec<SessionHits>,
     pub hits: usize,
@@ -145,8 +182,12 @@ pub struct SearchResults {
     pub in_scope: usize,
 }
 
-/// Run a full-text query.
-pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults> {
+/// Run a query: full-text, vector (needs `vector`, the query's embedding) or hybrid.
+pub async fn search(
+    store: &Store,
+    req: &SearchRequest,
+    vector: Option<&QueryVector>,
+) -> Result<SearchResults> {
     let query = req.query.trim();
     if query.is_empty() {
         return Err(StoreError::InvalidQuery(
@@ -159,20 +200,62 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
         )));
     }
     let ds = store.require(MESSAGES).await?;
-    let filter = req.filters.to_sql()?;
-    let scope_filter = match &filter {
-        Some(f) => format!("searchable AND {f}"),
-        None => "searchable".to_owned(),
-    };
     // Recency re-sorts a larger pool of the best matches by time.
     let pool = match req.sort {
         SortBy::Relevance => req.limit,
         SortBy::Recency => (req.limit * 20).max(500),
     };
+    let need_vector = || {
+        vector.ok_or_else(|| {
+            StoreError::InvalidQuery("vector and hybrid search need the query's embedding".into())
+        })
+    };
+    let (ranked, in_scope) = match req.mode {
+        SearchMode::Fts => rank_fts(&ds, query, &req.filters, pool).await?,
+        SearchMode::Vector => {
+            let v = need_vector()?;
+            vectors::nearest(store, &v.model, &v.vector, &req.filters, pool).await?
+        }
+        SearchMode::Hybrid => {
+            let v = need_vector()?;
+            let arm = (pool * 2).max(50);
+            let (text, in_scope) = rank_fts(&ds, query, &req.filters, arm).await?;
+            let (near, _) = vectors::nearest(store, &v.model, &v.vector, &req.filters, arm).await?;
+            (fuse(&[&text, &near]), in_scope)
+        }
+    };
+    present(store, &ds, query, req, ranked, in_scope).await
+}
+
+/// Reciprocal rank fusion of ranked lists of (row id, score): best first.
+fn fuse(arms: &[&[(u64, f32)]]) -> Vec<(u64, f32)> {
+    let mut score: HashMap<u64, f32> = HashMap::new();
+    for arm in arms {
+        for (rank, (id, _)) in arm.iter().enumerate() {
+            *score.entry(*id).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
+        }
+    }
+    let mut out: Vec<(u64, f32)> = score.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// BM25 ranking: (row id, score) of the best `pool` matches, and the searchable messages in
+/// the filters' scope. Lance returns row ids and scores only.
+async fn rank_fts(
+    ds: &lance::Dataset,
+    query: &str,
+    filters: &SearchFilters,
+    pool: usize,
+) -> Result<(Vec<(u64, f32)>, usize)> {
+    let filter = filters.to_sql()?;
+    let scope_filter = match &filter {
+        Some(f) => format!("searchable AND {f}"),
+        None => "searchable".to_owned(),
+    };
     let fts = FullTextSearchQuery::new(fold_accents(query))
         .with_column("search_text".into())?
         .limit(Some(pool as i64));
-    // Rank on row ids and scores only: what a hit shows comes from the row map.
     let mut scan = ds.scan();
     scan.full_text_search(fts)?
         .with_row_id()
@@ -200,9 +283,21 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
             .ok_or_else(|| StoreError::NotFound("no _score column in full-text results".into()))?;
         ranked.extend((0..b.num_rows()).map(|i| (row_id.value(i), score.value(i))));
     }
-    let mapped = store.mapped(&ds);
+    Ok((ranked, in_scope))
+}
+
+/// From ranked row ids to grouped, hydrated hits (from the row map where it has them).
+async fn present(
+    store: &Store,
+    ds: &lance::Dataset,
+    query: &str,
+    req: &SearchRequest,
+    ranked: Vec<(u64, f32)>,
+    in_scope: usize,
+) -> Result<SearchResults> {
+    let mapped = store.mapped(ds);
     let ids: Vec<u64> = ranked.iter().map(|r| r.0).collect();
-    let metas = hydrate::metas(&ds, mapped.as_ref(), &ids).await?;
+    let metas = hydrate::metas(ds, mapped.as_ref(), &ids).await?;
     let mut rows: Vec<(f32, RowMeta)> = ranked.iter().map(|r| r.1).zip(metas).collect();
     match req.sort {
         SortBy::Relevance => rows.sort_by(|a, b| b.0.total_cmp(&a.0)),
@@ -210,7 +305,7 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
     }
     rows.truncate(req.limit);
     let shown: Vec<&RowMeta> = rows.iter().map(|r| &r.1).collect();
-    let texts = hydrate::texts(&ds, mapped.as_ref(), &shown).await?;
+    let texts = hydrate::texts(ds, mapped.as_ref(), &shown).await?;
     let terms = query_terms(query);
     let hits: Vec<SearchHit> = rows
         .into_iter()
@@ -225,6 +320,7 @@ pub async fn search(store: &Store, req: &SearchRequest) -> Result<SearchResults>
     let sessions = group(store, hits).await?;
     Ok(SearchResults {
         query: query.to_owned(),
+        mode: req.mode,
         sort: req.sort,
         sessions,
         hits: total,

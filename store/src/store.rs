@@ -146,7 +146,23 @@ impl Store {
 
     /// Take the store's writer lock without waiting.
     pub fn lock(&self) -> Result<StoreLock> {
-        let path = self.root.join("pond.lock");
+        self.lock_file("pond.lock", "another sync or rebuild holds the store lock")
+    }
+
+    /// Take the embedding lock without waiting: one backfill at a time (a backfill only
+    /// appends to `embeddings`, which no sync or rebuild writes, so it does not need the
+    /// writer lock).
+    pub fn embed_lock(&self) -> Result<StoreLock> {
+        self.lock_file("embed.lock", "another embedding backfill holds the lock")
+    }
+
+    /// The store's model asset (`pond model import` writes it).
+    pub fn model_dir(&self) -> PathBuf {
+        self.root.join("model")
+    }
+
+    fn lock_file(&self, name: &str, holder: &str) -> Result<StoreLock> {
+        let path = self.root.join(name);
         let file = File::options()
             .create(true)
             .truncate(false)
@@ -154,9 +170,10 @@ impl Store {
             .open(&path)?;
         match file.try_lock() {
             Ok(()) => Ok(StoreLock { _file: file }),
-            Err(std::fs::TryLockError::WouldBlock) => {
-                Err(StoreError::Locked(path.display().to_string()))
-            }
+            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked(format!(
+                "{holder} {}; wait for it to finish",
+                path.display()
+            ))),
             Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
         }
     }

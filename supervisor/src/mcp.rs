@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use pond_protocol::job::{SqlFormat, SqlJob};
 use pond_protocol::{ErrorKind, Job, JobError, Output};
 use pond_store::get::{self, PageFrom, PageRequest};
-use pond_store::search::{self, SearchFilters, SearchRequest, SortBy};
+use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest, SortBy};
 use pond_store::{indexes, schema, Store, StoreError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -137,8 +137,9 @@ struct SearchArgs {
     /// Words to look for. Matching is by word (stemmed, case- and accent-insensitive); all
     /// words need not appear, messages with more of them rank higher.
     query: String,
-    /// `fts` (full-text, the default). `vector` and `hybrid` need an embedding model, which
-    /// this store does not have yet.
+    /// `fts` (full-text, the default): exact words. `vector`: meaning, for paraphrases and
+    /// concepts when you do not know the words used. `hybrid`: both, fused. `vector` and
+    /// `hybrid` need the store's embedding model (`pond model fetch`, then `pond embed`).
     #[serde(default)]
     mode: Option<Mode>,
     /// Only sessions whose project (working directory) contains this text, e.g. a repo name.
@@ -346,12 +347,14 @@ fn clamp(v: Option<u64>, default: u64, min: u64, max: u64) -> u64 {
 
 impl PondServer {
     async fn search(&self, args: SearchArgs) -> Answer {
-        if matches!(args.mode, Some(Mode::Vector | Mode::Hybrid)) {
-            return Err("vector and hybrid search need an embedding model, and this store has none yet. Use mode \"fts\" (the default): full-text search over the same messages.".into());
-        }
         if args.query.trim().is_empty() {
             return Err("the query is empty: give one or more words to look for".into());
         }
+        let mode = match args.mode {
+            Some(Mode::Vector) => SearchMode::Vector,
+            Some(Mode::Hybrid) => SearchMode::Hybrid,
+            _ => SearchMode::Fts,
+        };
         let date = |d: &Option<String>, name: &str| {
             d.as_deref()
                 .map(search::parse_date)
@@ -378,8 +381,25 @@ impl PondServer {
                 _ => SortBy::Relevance,
             },
             limit: clamp(args.limit, 10, 1, SEARCH_MAX_LIMIT as u64) as usize,
+            mode,
         };
-        let results = search::search(&self.store, &req).await.map_err(|e| {
+        let vector = if mode == SearchMode::Fts {
+            None
+        } else {
+            let no_model = "Vector and hybrid search need the store's embedding model (`pond model fetch` or `pond model import DIR`, then `pond embed`); use mode \"fts\" (the default) meanwhile.";
+            Some(
+                self.runner
+                    .embed_query(&req.query)
+                    .await
+                    .map_err(|e| match e.kind {
+                        ErrorKind::NotFound | ErrorKind::Invalid => {
+                            format!("{}. {no_model}", e.message)
+                        }
+                        _ => internal(e.message),
+                    })?,
+            )
+        };
+        let results = search::search(&self.store, &req, vector.as_ref()).await.map_err(|e| {
             store_mistake(e, "Check the filters: source_agent is claude-code, claude-code/subagent or codex; role is user, assistant, system or tool.")
         })?;
         Ok(render::search(&results))

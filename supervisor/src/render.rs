@@ -62,10 +62,15 @@ pub fn search(r: &SearchResults) -> String {
     }
     let _ = writeln!(
         out,
-        "{} hits in {} sessions for {:?}; {} messages in scope; sorted by {}.",
+        "{} hits in {} sessions for {:?} ({}); {} messages in scope; sorted by {}.",
         r.hits,
         r.sessions.len(),
         r.query,
+        match r.mode {
+            pond_store::search::SearchMode::Fts => "full-text",
+            pond_store::search::SearchMode::Vector => "vector",
+            pond_store::search::SearchMode::Hybrid => "hybrid",
+        },
         r.in_scope,
         match r.sort {
             pond_store::search::SortBy::Relevance => "relevance",

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use pond_protocol::job::EmbedJob;
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
+use pond_store::search::QueryVector;
 use tokio::sync::mpsc;
 
 use crate::workers::{JobOptions, WorkerStatus, Workers};
@@ -44,6 +46,29 @@ impl Runner {
                     None => job.await,
                 }
             }
+        }
+    }
+
+    /// The embedding of a search query, from the embed worker (which loads the store's
+    /// model on first use and exits when idle).
+    pub async fn embed_query(&self, query: &str) -> Result<QueryVector, JobError> {
+        let job = Job::Embed(EmbedJob {
+            texts: vec![query.to_owned()],
+            query: true,
+        });
+        let opts = JobOptions {
+            deadline: Some(std::time::Duration::from_secs(120)),
+            progress: None,
+        };
+        match self.run(job, opts).await? {
+            Output::Vectors(mut v) if v.vectors.len() == 1 => Ok(QueryVector {
+                model: v.model,
+                vector: v.vectors.remove(0),
+            }),
+            other => Err(JobError::new(
+                ErrorKind::Internal,
+                format!("unexpected reply to an embed job: {other:?}"),
+            )),
         }
     }
 

@@ -1,14 +1,20 @@
-//! One entry point for every job: [`execute`] maps a protocol [`Job`] to the function that
-//! does it and its outcome back to a protocol [`Output`] or [`JobError`]. A worker process
+//! One entry point for every job: [`Jobs::execute`] maps a protocol [`Job`] to the function
+//! that does it and its outcome back to a protocol [`Output`] or [`JobError`]. A worker process
 //! and the front's `--in-process` mode both call it, so both run the same code.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use pond_embed::{EmbedError, Embedder, TextKind};
+
 use pond_protocol::footprint;
-use pond_protocol::job::{RebuildReport, SqlFormat, SqlJob, SqlOutput};
+use pond_protocol::job::{
+    BackfillReport, BackfillRequest, EmbedJob, EmbedProgress, RebuildReport, SqlFormat, SqlJob,
+    SqlOutput, Vectors, EMBED_MAX_TEXTS, EMBED_TEXT_BYTES,
+};
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
 use pond_store::sql::{self, SqlLimits};
-use pond_store::{indexes, rowmap, schema, Store, StoreError};
+use pond_store::{indexes, rowmap, schema, vectors, Store, StoreError};
 
 use crate::sync::SyncError;
 
@@ -32,13 +38,127 @@ fn sync_error(e: SyncError) -> JobError {
     }
 }
 
-/// Run one job on `store`, reporting progress as it goes.
-pub async fn execute(
+/// What a worker (or the `--in-process` front) keeps between jobs: the store, and the
+/// embedding model once a job needed it. The model goes when the process exits.
+pub struct Jobs {
+    store: Arc<Store>,
+    embedder: Mutex<Option<Arc<Embedder>>>,
+}
+
+impl Jobs {
+    pub fn new(store: Arc<Store>) -> Jobs {
+        Jobs {
+            store,
+            embedder: Mutex::new(None),
+        }
+    }
+
+    /// The store's model, loaded on first use.
+    fn embedder(&self) -> Result<Arc<Embedder>, JobError> {
+        let mut slot = self.embedder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = slot.as_ref() {
+            return Ok(e.clone());
+        }
+        let e = Arc::new(Embedder::load(&self.store.model_dir()).map_err(embed_error)?);
+        *slot = Some(e.clone());
+        Ok(e)
+    }
+
+    /// Run one job, reporting progress as it goes.
+    pub async fn execute(
+        &self,
+        job: Job,
+        progress: &mut (dyn FnMut(Progress) + Send),
+    ) -> Result<Output, JobError> {
+        match job {
+            Job::Embed(req) => self.embed(req).map(Output::Vectors),
+            Job::Backfill(req) => self.backfill(req, progress).await.map(Output::Backfill),
+            other => execute(&self.store, other, progress).await,
+        }
+    }
+
+    fn embed(&self, req: EmbedJob) -> Result<Vectors, JobError> {
+        if req.texts.len() > EMBED_MAX_TEXTS {
+            return Err(JobError::new(
+                ErrorKind::Invalid,
+                format!("at most {EMBED_MAX_TEXTS} texts per embed job"),
+            ));
+        }
+        let e = self.embedder()?;
+        let texts: Vec<&str> = req
+            .texts
+            .iter()
+            .map(|t| &t[..floor_char(t, EMBED_TEXT_BYTES)])
+            .collect();
+        let kind = if req.query {
+            TextKind::Query
+        } else {
+            TextKind::Passage
+        };
+        let vectors = e.embed(&texts, kind).map_err(embed_error)?;
+        Ok(Vectors {
+            model: e.manifest().name.clone(),
+            dims: e.manifest().dims as u32,
+            vectors,
+        })
+    }
+
+    async fn backfill(
+        &self,
+        req: BackfillRequest,
+        progress: &mut (dyn FnMut(Progress) + Send),
+    ) -> Result<BackfillReport, JobError> {
+        let started = Instant::now();
+        let _lock = self.store.embed_lock().map_err(store_error)?;
+        let e = self.embedder()?;
+        let (model, dims) = (e.manifest().name.clone(), e.manifest().dims);
+        let mut embed = |texts: &[&str]| {
+            e.embed(texts, TextKind::Passage)
+                .map_err(|err| StoreError::InvalidQuery(format!("embedding failed: {err}")))
+        };
+        let mut each = |done, total| progress(Progress::Embed(EmbedProgress { done, total }));
+        let stats = vectors::backfill(&self.store, &model, dims, req.limit, &mut embed, &mut each)
+            .await
+            .map_err(store_error)?;
+        Ok(BackfillReport {
+            model,
+            embedded: stats.embedded,
+            already: stats.already,
+            remaining: stats.remaining,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            peak_kib: peak_kib(),
+        })
+    }
+}
+
+fn embed_error(e: EmbedError) -> JobError {
+    let kind = match e {
+        EmbedError::Invalid(_) => ErrorKind::NotFound,
+        _ => ErrorKind::Internal,
+    };
+    JobError::new(kind, e.to_string())
+}
+
+/// Cut `s` to at most `max` bytes at a char boundary.
+fn floor_char(s: &str, max: usize) -> usize {
+    let mut i = max.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Run one job that needs no state kept between jobs.
+async fn execute(
     store: &Store,
     job: Job,
     progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<Output, JobError> {
     match job {
+        Job::Embed(_) | Job::Backfill(_) => Err(JobError::new(
+            ErrorKind::Internal,
+            "embedding jobs run through Jobs::execute",
+        )),
         Job::Ping => Ok(Output::Pong),
         Job::Sql(q) => run_sql(store, &q).await.map(Output::Sql),
         Job::Sync(req) => {

@@ -56,6 +56,7 @@ pub fn serve(store_root: &Path, config: StoreConfig, args: WorkerArgs) -> Result
         .build()
         .map_err(|e| e.to_string())?;
     let store = Store::open(store_root, config).map_err(|e| e.to_string())?;
+    let jobs = crate::jobs::Jobs::new(std::sync::Arc::new(store));
     let result = loop {
         let (id, job) = match job_rx.recv() {
             Ok(ToWorker::Run { id, job }) => (id, job),
@@ -77,7 +78,7 @@ pub fn serve(store_root: &Path, config: StoreConfig, args: WorkerArgs) -> Result
         let mut progress = move |progress| {
             let _ = progress_to.send(FromWorker::Progress { id, progress });
         };
-        let outcome = runtime.block_on(crate::jobs::execute(&store, job, &mut progress));
+        let outcome = runtime.block_on(jobs.execute(job, &mut progress));
         // A timed-out query may still hold a thread computing a plan that never yields:
         // this process cannot get it back, so it answers and exits (the front starts a
         // fresh worker for the next job).

@@ -1,0 +1,313 @@
+//! Message embeddings: the `embeddings` dataset, its backfill, and nearest-neighbour search.
+//!
+//! Vectors live in their own dataset rather than as a column of `messages`: `messages` stays
+//! append-only (the row map and sync rely on it), a backfill only appends, and a store can
+//! hold the vectors of more than one model side by side (`model` says whose each is). Each row
+//! carries the message's row id (for hydration from the row map) and copies of the columns
+//! search filters on, so filters prefilter the nearest-neighbour query in Lance.
+
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock};
+
+use arrow_array::builder::{
+    FixedSizeListBuilder, Float16Builder, StringBuilder, TimestampMillisecondBuilder, UInt64Builder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, Float32Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use futures::TryStreamExt;
+use lance_linalg::distance::MetricType;
+
+use crate::error::{Result, StoreError};
+use crate::read::{opt_str, string_col, ts_at, MESSAGE_COLUMNS};
+use crate::schema::{sql_str, MESSAGES};
+use crate::search::SearchFilters;
+use crate::store::Store;
+
+pub const EMBEDDINGS: &str = "embeddings";
+/// Messages per appended chunk: the unit a killed backfill loses and a resumed one redoes.
+pub const CHUNK_ROWS: usize = 2048;
+/// Texts per call of the embedding function (each chunk is sorted by length first, so a
+/// batch pads little).
+pub const BATCH_TEXTS: usize = 32;
+/// Text beyond this many bytes is cut before tokenizing (the model truncates at 512 tokens,
+/// about 2 KB of text, anyway).
+pub const TEXT_BYTES: usize = 4096;
+
+fn schema(dims: usize) -> SchemaRef {
+    let ts = DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()));
+    Arc::new(Schema::new(vec![
+        Field::new("row_id", DataType::UInt64, false),
+        Field::new("message_id", DataType::Utf8, false),
+        Field::new("session_id", DataType::Utf8, false),
+        Field::new("timestamp", ts, false),
+        Field::new("role", DataType::Utf8, false),
+        Field::new("source_agent", DataType::Utf8, false),
+        Field::new("project", DataType::Utf8, true),
+        Field::new("model", DataType::Utf8, false),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float16, true)),
+                dims as i32,
+            ),
+            false,
+        ),
+    ]))
+}
+
+/// The `embeddings` schema for the SQL schema resource (dims shown as 384).
+pub static EMBEDDINGS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| schema(384));
+
+/// A message to embed.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub row_id: u64,
+    pub message_id: String,
+    pub session_id: String,
+    pub timestamp: i64,
+    pub role: String,
+    pub source_agent: String,
+    pub project: Option<String>,
+    pub text: String,
+}
+
+fn batch(model: &str, dims: usize, rows: &[(Pending, Vec<f32>)]) -> Result<RecordBatch> {
+    let mut row_id = UInt64Builder::new();
+    let mut message_id = StringBuilder::new();
+    let mut session_id = StringBuilder::new();
+    let mut timestamp = TimestampMillisecondBuilder::new().with_timezone("UTC");
+    let mut role = StringBuilder::new();
+    let mut agent = StringBuilder::new();
+    let mut project = StringBuilder::new();
+    let mut models = StringBuilder::new();
+    let mut vector = FixedSizeListBuilder::new(Float16Builder::new(), dims as i32)
+        .with_field(Arc::new(Field::new("item", DataType::Float16, true)));
+    for (p, v) in rows {
+        if v.len() != dims {
+            return Err(StoreError::InvalidQuery(format!(
+                "a vector of {} dims for a model of {dims}",
+                v.len()
+            )));
+        }
+        row_id.append_value(p.row_id);
+        message_id.append_value(&p.message_id);
+        session_id.append_value(&p.session_id);
+        timestamp.append_value(p.timestamp);
+        role.append_value(&p.role);
+        agent.append_value(&p.source_agent);
+        project.append_option(p.project.as_deref());
+        models.append_value(model);
+        for x in v {
+            vector.values().append_value(half::f16::from_f32(*x));
+        }
+        vector.append(true);
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(row_id.finish()),
+        Arc::new(message_id.finish()),
+        Arc::new(session_id.finish()),
+        Arc::new(timestamp.finish()),
+        Arc::new(role.finish()),
+        Arc::new(agent.finish()),
+        Arc::new(project.finish()),
+        Arc::new(models.finish()),
+        Arc::new(vector.finish()),
+    ];
+    Ok(RecordBatch::try_new(schema(dims), columns)?)
+}
+
+/// The row ids that already have a vector from `model`.
+async fn embedded(store: &Store, model: &str) -> Result<HashSet<u64>> {
+    let mut out = HashSet::new();
+    let Some(ds) = store.dataset(EMBEDDINGS).await? else {
+        return Ok(out);
+    };
+    let mut scan = ds.scan();
+    scan.project(&["row_id"])?
+        .filter(&format!("model = {}", sql_str(model)))?;
+    let mut stream = scan.try_into_stream().await?;
+    while let Some(b) = stream.try_next().await? {
+        let ids = b
+            .column_by_name("row_id")
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            .ok_or_else(|| StoreError::NotFound("embeddings.row_id missing".into()))?;
+        out.extend(ids.values().iter().copied());
+    }
+    Ok(out)
+}
+
+/// Texts to unit vectors: the embedding model, as the backfill calls it.
+pub type EmbedFn<'a> = dyn FnMut(&[&str]) -> Result<Vec<Vec<f32>>> + Send + 'a;
+
+/// What a backfill did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BackfillStats {
+    pub embedded: u64,
+    pub already: u64,
+    pub remaining: u64,
+}
+
+/// Embed every searchable message without a vector from `model`, `limit` at most (0: all):
+/// in chunks of [`CHUNK_ROWS`] sorted by text length, [`BATCH_TEXTS`] texts per call of
+/// `embed`, each chunk appended (committed) before the next, so a killed backfill resumes
+/// where it stopped. The caller holds the store's embedding lock.
+pub async fn backfill(
+    store: &Store,
+    model: &str,
+    dims: usize,
+    limit: u64,
+    embed: &mut EmbedFn<'_>,
+    progress: &mut (dyn FnMut(u64, u64) + Send),
+) -> Result<BackfillStats> {
+    let mut stats = BackfillStats::default();
+    let Some(ds) = store.dataset(MESSAGES).await? else {
+        return Ok(stats);
+    };
+    let done = embedded(store, model).await?;
+    let searchable = ds.count_rows(Some("searchable".into())).await? as u64;
+    let todo = searchable.saturating_sub(done.len() as u64);
+    let total = if limit > 0 { todo.min(limit) } else { todo };
+    let mut scan = ds.scan();
+    scan.with_row_id()
+        .project(&MESSAGE_COLUMNS)?
+        .filter("searchable")?
+        .batch_size(CHUNK_ROWS);
+    let mut stream = scan.try_into_stream().await?;
+    let mut chunk: Vec<Pending> = Vec::new();
+    loop {
+        let next = stream.try_next().await?;
+        if let Some(b) = &next {
+            let row_ids = b
+                .column_by_name("_rowid")
+                .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+                .ok_or_else(|| StoreError::NotFound("the scan returned no _rowid".into()))?;
+            let (id, session, role, agent, project, text) = (
+                string_col(b, "id")?,
+                string_col(b, "session_id")?,
+                string_col(b, "role")?,
+                string_col(b, "source_agent")?,
+                string_col(b, "project")?,
+                string_col(b, "search_text")?,
+            );
+            for i in 0..b.num_rows() {
+                let row_id = row_ids.value(i);
+                if done.contains(&row_id) {
+                    stats.already += 1;
+                    continue;
+                }
+                if limit > 0 && stats.embedded + chunk.len() as u64 >= limit {
+                    continue;
+                }
+                let t = text.value(i);
+                chunk.push(Pending {
+                    row_id,
+                    message_id: id.value(i).to_owned(),
+                    session_id: session.value(i).to_owned(),
+                    timestamp: ts_at(b, "timestamp", i)?.unwrap_or_default(),
+                    role: role.value(i).to_owned(),
+                    source_agent: agent.value(i).to_owned(),
+                    project: opt_str(project, i),
+                    text: t[..crate::search::floor_char(t, TEXT_BYTES.min(t.len()))].to_owned(),
+                });
+            }
+        }
+        if chunk.len() >= CHUNK_ROWS || (next.is_none() && !chunk.is_empty()) {
+            let mut rows = std::mem::take(&mut chunk);
+            rows.sort_by_key(|p| p.text.len());
+            let mut out = Vec::with_capacity(rows.len());
+            for group in rows.chunks(BATCH_TEXTS) {
+                let texts: Vec<&str> = group.iter().map(|p| p.text.as_str()).collect();
+                let vectors = embed(&texts)?;
+                if vectors.len() != group.len() {
+                    return Err(StoreError::InvalidQuery(format!(
+                        "asked for {} vectors, got {}",
+                        group.len(),
+                        vectors.len()
+                    )));
+                }
+                out.extend(group.iter().cloned().zip(vectors));
+            }
+            store.append(EMBEDDINGS, batch(model, dims, &out)?).await?;
+            stats.embedded += out.len() as u64;
+            progress(stats.embedded, total);
+        }
+        if next.is_none() {
+            break;
+        }
+    }
+    stats.remaining = todo - stats.embedded;
+    Ok(stats)
+}
+
+/// The nearest messages to `query` among `model`'s vectors, filtered: (row id, score) best
+/// first, score = 1 - cosine distance; and how many vectors were in scope.
+pub async fn nearest(
+    store: &Store,
+    model: &str,
+    query: &[f32],
+    filters: &SearchFilters,
+    k: usize,
+) -> Result<(Vec<(u64, f32)>, usize)> {
+    let ds = store.dataset(EMBEDDINGS).await?.ok_or_else(|| {
+        StoreError::NotFound(
+            "no message has a vector yet: run `pond embed` (after `pond model import` or `pond model fetch`)".into(),
+        )
+    })?;
+    let mut filter = format!("model = {}", sql_str(model));
+    if let Some(f) = filters.to_sql()? {
+        filter = format!("{filter} AND {f}");
+    }
+    let q = Float32Array::from(query.to_vec());
+    let mut scan = ds.scan();
+    scan.nearest("vector", &q, k)?
+        .distance_metric(MetricType::Cosine)
+        .prefilter(true)
+        .project(&["row_id", "_distance"])?
+        .filter(&filter)?;
+    let ranked = async {
+        let stream = scan.try_into_stream().await?;
+        stream.try_collect::<Vec<RecordBatch>>().await
+    };
+    let (in_scope, batches) = futures::try_join!(ds.count_rows(Some(filter.clone())), ranked)?;
+    let mut out = Vec::new();
+    for b in &batches {
+        let ids = b
+            .column_by_name("row_id")
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            .ok_or_else(|| StoreError::NotFound("no row_id in vector results".into()))?;
+        let dist = b
+            .column_by_name("_distance")
+            .and_then(|c| c.as_primitive_opt::<Float32Type>())
+            .ok_or_else(|| StoreError::NotFound("no _distance in vector results".into()))?;
+        for i in 0..b.num_rows() {
+            if dist.is_valid(i) {
+                out.push((ids.value(i), 1.0 - dist.value(i)));
+            }
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Ok((out, in_scope))
+}
+
+/// Vectors stored per model, for status.
+pub async fn counts(store: &Store) -> Result<Vec<(String, usize)>> {
+    let Some(ds) = store.dataset(EMBEDDINGS).await? else {
+        return Ok(Vec::new());
+    };
+    let mut scan = ds.scan();
+    scan.project(&["model"])?;
+    let mut stream = scan.try_into_stream().await?;
+    let mut out: Vec<(String, usize)> = Vec::new();
+    while let Some(b) = stream.try_next().await? {
+        let m = string_col(&b, "model")?;
+        for i in 0..b.num_rows() {
+            match out.iter_mut().find(|(name, _)| name == m.value(i)) {
+                Some((_, n)) => *n += 1,
+                None => out.push((m.value(i).to_owned(), 1)),
+            }
+        }
+    }
+    Ok(out)
+}
