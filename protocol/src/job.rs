@@ -322,6 +322,16 @@ mod tests {
                 steps: vec![("full-text index".into(), 12)],
                 ..RebuildReport::default()
             })),
+            Ok(Output::Vectors(Vectors {
+                model: "m".into(),
+                dims: 2,
+                vectors: vec![vec![0.6, -0.8], vec![1.0, 0.0]],
+            })),
+            Ok(Output::Backfill(BackfillReport {
+                model: "m".into(),
+                embedded: 3,
+                ..BackfillReport::default()
+            })),
             Err(JobError::new(ErrorKind::Timeout, "too slow")),
         ] {
             tx.send(FromWorker::Done {
@@ -344,7 +354,8 @@ mod tests {
         for k in WorkerKind::ALL {
             assert_eq!(WorkerKind::parse(k.as_str()), Some(k));
         }
-        assert_eq!(WorkerKind::parse("embed"), None);
+        assert_eq!(WorkerKind::parse("gpu"), None);
         assert!(!WorkerKind::Sql.one_shot() && WorkerKind::Sync.one_shot());
+        assert!(!WorkerKind::Embed.one_shot() && WorkerKind::Index.one_shot());
     }
 }
