@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use pond_ingest::SourceKind;
-use pond_protocol::job::{BackfillRequest, RebuildReport, RebuildRequest};
+use pond_protocol::job::{BackfillReport, BackfillRequest, RebuildReport, RebuildRequest};
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::{Job, Output, Progress, WorkerKind};
 use pond_store::get::{self, PageRequest};
@@ -412,9 +412,15 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Embed { limit, json } => {
             let runner = runner();
-            let result = embed(&runner, limit, json).await;
+            let result = backfill(&runner, limit).await;
             runner.shutdown().await;
-            result
+            let report = result?;
+            if json {
+                print_json(&report)
+            } else {
+                println!("{}", embed_line(&report));
+                Ok(())
+            }
         }
         Command::Model { action } => model(&store, action).await,
         Command::Rebuild {
@@ -463,11 +469,9 @@ async fn run(cli: Cli) -> Result<()> {
             no_embed,
         } => {
             let runner = runner();
-            let mut result = sync(&store, &runner, source, path, json, no_index).await;
             // A store with a model embeds what the sync added.
-            if result.is_ok() && !no_embed && store.model_dir().join("manifest.json").exists() {
-                result = embed(&runner, 0, json).await;
-            }
+            let embed_after = !no_embed && store.model_dir().join("manifest.json").exists();
+            let result = sync(&store, &runner, source, path, json, no_index, embed_after).await;
             runner.shutdown().await;
             result
         }
@@ -636,7 +640,7 @@ fn source_list(source: Option<Agent>, path: Option<PathBuf>) -> Vec<SyncSource> 
 }
 
 /// Embed messages without vectors in the embed worker, with a progress bar.
-async fn embed(runner: &Runner, limit: u64, json: bool) -> Result<()> {
+async fn backfill(runner: &Runner, limit: u64) -> Result<BackfillReport> {
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
@@ -668,24 +672,22 @@ async fn embed(runner: &Runner, limit: u64, json: bool) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let report = match outcome? {
-        Output::Backfill(r) => r,
+    match outcome? {
+        Output::Backfill(r) => Ok(r),
         other => anyhow::bail!("unexpected reply to an embed job: {other:?}"),
-    };
-    if json {
-        print_json(&report)
-    } else {
-        println!(
-            "embedded {} messages with {} in {:.1} s ({} had vectors, {} left); peak RSS of the embed worker {} MiB",
-            report.embedded,
-            report.model,
-            report.elapsed_ms as f64 / 1000.0,
-            report.already,
-            report.remaining,
-            report.peak_kib >> 10
-        );
-        Ok(())
     }
+}
+
+fn embed_line(r: &BackfillReport) -> String {
+    format!(
+        "embedded {} messages with {} in {:.1} s ({} had vectors, {} left); peak RSS of the embed worker {} MiB",
+        r.embedded,
+        r.model,
+        r.elapsed_ms as f64 / 1000.0,
+        r.already,
+        r.remaining,
+        r.peak_kib >> 10
+    )
 }
 
 async fn model(store: &Store, action: ModelAction) -> Result<()> {
@@ -753,6 +755,7 @@ async fn sync(
     path: Option<PathBuf>,
     json: bool,
     no_index: bool,
+    embed_after: bool,
 ) -> Result<()> {
     let sources = source_list(source, path);
     let searched: Vec<String> = sources
@@ -806,13 +809,24 @@ async fn sync(
             searched.join(", ")
         );
     }
+    let embedded = if embed_after {
+        Some(backfill(runner, 0).await?)
+    } else {
+        None
+    };
     if json {
         let mut v = serde_json::to_value(&report)?;
         v["peak_rss_kib"] = report.peak_kib.into();
         v["store"] = serde_json::json!(store.root());
+        if let Some(e) = &embedded {
+            v["embedding"] = serde_json::to_value(e)?;
+        }
         print_json(&v)
     } else {
         print!("{}", render::sync_report(&report));
+        if let Some(e) = &embedded {
+            println!("{}", embed_line(e));
+        }
         println!(
             "store: {} ({})",
             store.root().display(),
