@@ -4,6 +4,7 @@
 
 mod common;
 mod corpus;
+mod embed;
 mod faults;
 mod mcp;
 mod query;

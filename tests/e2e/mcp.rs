@@ -616,6 +616,48 @@ fn a_serving_front_reads_new_rows_and_switches_to_a_new_row_map() {
 }
 
 #[test]
+fn mcp_vector_search_starts_the_embed_worker_which_exits_when_idle() {
+    let env = crate::embed::with_tiny_model();
+    env.ok(&["embed"]);
+    runtime().block_on(async {
+        let c = connect(&env, &["--worker-idle-secs", "2"]).await;
+        let q = json!({"query": "why does the checkout total drift by a cent?", "mode": "vector"});
+        let text = c.ok("pond_search", q).await;
+        assert!(text.contains("c-u2") && text.contains("(vector)"), "{text}");
+        let workers = children(c.pid);
+        assert_eq!(workers.len(), 1, "the embed worker runs: {workers:?}");
+        let worker = workers[0];
+
+        // Idle: it exits, and the model with it; the next query starts a new one.
+        assert!(
+            wait_for(10.0, || !alive(worker)),
+            "the idle embed worker exits"
+        );
+        let text = c
+            .ok(
+                "pond_search",
+                json!({"query": "tokenizer", "mode": "hybrid"}),
+            )
+            .await;
+        assert!(text.contains("(hybrid)"), "{text}");
+        let again = children(c.pid);
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_ne!(again[0], worker, "a fresh worker");
+
+        // Killed: the next query gets a new one.
+        signal(again[0], Signal::SIGKILL);
+        assert!(wait_for(5.0, || !alive(again[0])));
+        let text = c
+            .ok("pond_search", json!({"query": "prices", "mode": "vector"}))
+            .await;
+        assert!(text.contains("(vector)"), "{text}");
+        let status = c.resource("pond://status").await;
+        assert!(status.contains("embed"), "{status}");
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
 fn mcp_sql_worker_over_its_memory_budget_is_killed() {
     let env = synced();
     runtime().block_on(async {

@@ -1,0 +1,146 @@
+//! Embeddings end to end: model import, backfill in the embed worker, vector and hybrid
+//! search from the CLI and over MCP, the worker's idle exit and respawn.
+
+use std::path::PathBuf;
+
+use pond_embed::random_bert::{self, Shape};
+use serde_json::Value;
+
+use crate::common::Env;
+
+/// A synced store with a tiny random model imported.
+pub(crate) fn with_tiny_model() -> Env {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let model = env.dir.path().join("tiny-model");
+    random_bert::write(&model, Shape::tiny(), 3).unwrap();
+    let out = env.ok(&["model", "import", model.to_str().unwrap(), "--name", "tiny"]);
+    assert!(out.contains("imported tiny"), "{out}");
+    env
+}
+
+fn search(env: &Env, mode: &str, query: &str) -> Value {
+    env.json(&["search", "--mode", mode, query, "--json"])
+}
+
+fn first_session(v: &Value) -> &str {
+    v["sessions"][0]["session_id"].as_str().unwrap_or("")
+}
+
+#[test]
+fn embed_backfills_resumably_and_vector_search_answers() {
+    let env = with_tiny_model();
+    let model = env.ok(&["model", "show"]);
+    assert!(model.contains("\"dtype\": \"f16\""), "{model}");
+
+    // Before any vector: a clear error naming the fix.
+    let err = env.fails(&["search", "--mode", "vector", "checkout"]);
+    assert!(err.contains("pond embed"), "{err}");
+
+    // A limit stops part-way; the next run does the rest, nothing twice.
+    let r = env.json(&["embed", "--limit", "4", "--json"]);
+    assert_eq!(
+        (r["embedded"].as_u64(), r["remaining"].as_u64()),
+        (Some(4), Some(7)),
+        "{r}"
+    );
+    let r = env.json(&["embed", "--json"]);
+    assert_eq!(
+        (r["embedded"].as_u64(), r["already"].as_u64()),
+        (Some(7), Some(4)),
+        "{r}"
+    );
+    assert_eq!(r["remaining"], 0);
+    let r = env.json(&["embed", "--json"]);
+    assert_eq!(r["embedded"], 0, "{r}");
+    assert!(env.ok(&["model", "show"]).contains("11 vectors from tiny"));
+
+    let v = search(
+        &env,
+        "vector",
+        "why does the checkout total drift by a cent?",
+    );
+    assert_eq!(v["mode"], "vector");
+    assert_eq!(v["in_scope"], 11, "{v}");
+    // The exact text of a stored message is its own nearest neighbour.
+    let top = &v["sessions"][0]["hits"][0];
+    assert_eq!(top["message_id"], "c-u2", "{v}");
+    assert!(top["score"].as_f64().unwrap() > 0.99, "{top}");
+    // Filters apply to vector search.
+    let v = env.json(&[
+        "search", "--mode", "vector", "checkout", "--agent", "codex", "--json",
+    ]);
+    for s in v["sessions"].as_array().unwrap() {
+        assert_eq!(s["source_agent"], "codex", "{v}");
+    }
+    let h = search(&env, "hybrid", "tokenizer");
+    assert_eq!(h["mode"], "hybrid");
+    assert_eq!(
+        first_session(&h),
+        "22222222-2222-4222-8222-222222222222",
+        "{h}"
+    );
+
+    // A sync embeds what it added.
+    env.sync_one_more_message();
+    let report = env.sync(&env.sources());
+    assert_eq!(report["embedding"]["embedded"], 0, "{report}");
+    let v = search(&env, "vector", "hello there, the quokka parser");
+    assert_eq!(v["sessions"][0]["hits"][0]["message_id"], "zz", "{v}");
+}
+
+#[test]
+fn import_refuses_what_it_cannot_serve() {
+    let env = Env::new();
+    let missing = env.fails(&["model", "import", "/nonexistent/model"]);
+    assert!(missing.contains("config.json"), "{missing}");
+    let err = env.fails(&["model", "show"]);
+    assert!(err.contains("pond model import"), "{err}");
+    // A folder whose weights are not safetensors: refused, nothing half-written.
+    let bad = env.dir.path().join("bad");
+    random_bert::write(&bad, Shape::tiny(), 1).unwrap();
+    std::fs::write(bad.join("model.safetensors"), b"\x00garbage").unwrap();
+    env.fails(&["model", "import", bad.to_str().unwrap()]);
+    assert!(!env.store().join("model").exists());
+}
+
+/// all-MiniLM-L6-v2 from PyPI (`scripts/test.sh` fetches it and sets `POND_TEST_MINILM`).
+fn minilm() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("POND_TEST_MINILM")?);
+    dir.join("model.safetensors").exists().then_some(dir)
+}
+
+#[test]
+fn a_real_model_finds_a_paraphrase_in_a_synced_store() {
+    let Some(model) = minilm() else {
+        eprintln!("skipped: POND_TEST_MINILM is not set (scripts/test.sh sets it)");
+        return;
+    };
+    let env = Env::new();
+    env.ok(&["model", "import", model.to_str().unwrap()]);
+    // With a model, the sync embeds as it goes.
+    let report = env.sync(&env.sources());
+    assert_eq!(report["embedding"]["embedded"], 11, "{report}");
+    // No word in common with the stored "why does the checkout total drift by a cent?" /
+    // "Switch the cart to Decimal ... quantize to cents".
+    let v = search(
+        &env,
+        "vector",
+        "rounding error when adding up what the customer pays",
+    );
+    assert_eq!(
+        first_session(&v),
+        "11111111-1111-4111-8111-111111111111",
+        "{v}"
+    );
+    let fts = env.json(&[
+        "search",
+        "rounding error when adding up what the customer pays",
+        "--json",
+    ]);
+    assert_ne!(
+        first_session(&fts),
+        "11111111-1111-4111-8111-111111111111",
+        "full-text alone does not find it first: {fts}"
+    );
+}
