@@ -578,18 +578,22 @@ async fn run(cli: Cli) -> Result<()> {
                 None => 0,
             };
             let rowmap = pond_store::rowmap::describe(&store, messages.as_ref());
+            let embeddings =
+                pond_store::vectors::describe(&store, counts.searchable_messages).await;
             if json {
                 print_json(&serde_json::json!({
                     "store": store.root(),
                     "counts": counts,
                     "unindexed_rows": unindexed,
                     "rowmap": rowmap,
+                    "embeddings": embeddings,
                 }))
             } else {
                 println!("store {}", store.root().display());
                 println!("{}", render::counts(&counts));
                 println!("full-text index: {unindexed} rows not yet indexed");
                 println!("{rowmap}");
+                println!("{embeddings}");
                 Ok(())
             }
         }

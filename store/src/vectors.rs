@@ -311,3 +311,30 @@ pub async fn counts(store: &Store) -> Result<Vec<(String, usize)>> {
     }
     Ok(out)
 }
+
+/// The embedding state, for status displays: the store's model and how many searchable
+/// messages have its vectors.
+pub async fn describe(store: &Store, searchable: usize) -> String {
+    let manifest = std::fs::read(store.model_dir().join("manifest.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let Some(name) = manifest
+        .as_ref()
+        .and_then(|m| m["name"].as_str().map(str::to_owned))
+    else {
+        return "embeddings: no model (full-text only; `pond model fetch` or `pond model import DIR`, then `pond embed`, enable vector search)".into();
+    };
+    let have = counts(store)
+        .await
+        .ok()
+        .and_then(|c| c.into_iter().find(|(m, _)| *m == name).map(|(_, n)| n))
+        .unwrap_or(0);
+    format!(
+        "embeddings: model {name}; {have} of {searchable} searchable messages have vectors{}",
+        if have < searchable {
+            " (`pond embed` adds the rest; a sync does it for what it adds)"
+        } else {
+            ""
+        }
+    )
+}

@@ -499,6 +499,9 @@ impl PondServer {
             messages.as_ref(),
         ));
         out.push('\n');
+        let searchable = counts.as_ref().map_or(0, |c| c.searchable_messages);
+        out.push_str(&pond_store::vectors::describe(&self.store, searchable).await);
+        out.push('\n');
         if let Some(sync) = self.last_sync.lock().expect("sync note").as_deref() {
             out.push_str(&format!("last background sync: {sync}\n"));
         }

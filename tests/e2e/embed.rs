@@ -54,6 +54,12 @@ fn embed_backfills_resumably_and_vector_search_answers() {
     let r = env.json(&["embed", "--json"]);
     assert_eq!(r["embedded"], 0, "{r}");
     assert!(env.ok(&["model", "show"]).contains("11 vectors from tiny"));
+    let status = env.json(&["status", "--json"]);
+    let e = status["embeddings"].as_str().unwrap();
+    assert!(
+        e.contains("model tiny; 11 of 11 searchable messages"),
+        "{e}"
+    );
 
     let v = search(
         &env,
@@ -92,6 +98,8 @@ fn embed_backfills_resumably_and_vector_search_answers() {
 #[test]
 fn import_refuses_what_it_cannot_serve() {
     let env = Env::new();
+    let status = env.json(&["status", "--json"]);
+    assert!(status["embeddings"].as_str().unwrap().contains("no model"));
     let missing = env.fails(&["model", "import", "/nonexistent/model"]);
     assert!(missing.contains("config.json"), "{missing}");
     let err = env.fails(&["model", "show"]);
