@@ -734,11 +734,11 @@ async fn model(store: &Store, action: ModelAction) -> Result<()> {
                     last = line;
                 }
             };
-            pond_embed::fetch::download(&repo, &download, &mut show).await?;
+            let fetched = pond_embed::fetch::download(&repo, &download, &mut show).await;
             eprintln!();
-            let m = pond_embed::import(&download, &dst, &repo, None)?;
-            std::fs::remove_dir_all(&download)?;
-            m
+            let imported = fetched.and_then(|()| pond_embed::import(&download, &dst, &repo, None));
+            let _ = std::fs::remove_dir_all(&download);
+            imported?
         }
     };
     println!(

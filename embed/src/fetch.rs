@@ -30,7 +30,11 @@ pub async fn download(
             .send()
             .await
             .and_then(|r| r.error_for_status())
-            .map_err(|e| EmbedError::Invalid(format!("cannot download {url}: {e}")))?;
+            .map_err(|e| {
+                EmbedError::Invalid(format!(
+                    "cannot download {url}: {e} (without internet here, download the folder elsewhere and run `pond model import DIR`)"
+                ))
+            })?;
         let total = resp.content_length();
         let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join(file))?);
         let mut got = 0u64;

@@ -152,3 +152,79 @@ fn a_real_model_finds_a_paraphrase_in_a_synced_store() {
         "full-text alone does not find it first: {fts}"
     );
 }
+
+/// A minimal HTTP server in front of a folder, standing in for the Hugging Face hub:
+/// `GET /<repo>/resolve/main/<file>` answers with the file, anything else 404.
+fn serve_folder(repo: &str, dir: PathBuf) -> String {
+    let prefix = format!("/{repo}/resolve/main/");
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request = String::new();
+            reader.read_line(&mut request).unwrap();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let path = request.split_whitespace().nth(1).unwrap_or("").to_owned();
+            let file = path.rsplit('/').next().unwrap_or("");
+            let mut out = stream;
+            match std::fs::read(dir.join(file)) {
+                Ok(body) if path.starts_with(&prefix) => {
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = out.write_all(&body);
+                }
+                _ => {
+                    let _ = out.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                }
+            }
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn model_fetch_downloads_and_imports() {
+    let env = Env::new();
+    let hub = env.dir.path().join("hub");
+    random_bert::write(&hub, Shape::tiny(), 5).unwrap();
+    let endpoint = serve_folder("someone/tiny-e5", hub);
+    let out = env
+        .cmd(&["model", "fetch", "someone/tiny-e5"])
+        .env("POND_HF_ENDPOINT", &endpoint)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = env.ok(&["model", "show"]);
+    assert!(
+        shown.contains("\"name\": \"someone/tiny-e5\"") && shown.contains("\"query: \""),
+        "{shown}"
+    );
+    assert!(!env.store().join("model.download").exists());
+    // A repo the hub does not have: a clear error, the imported model untouched.
+    let out = env
+        .cmd(&["model", "fetch", "someone/missing"])
+        .env("POND_HF_ENDPOINT", &endpoint)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("404") && err.contains("pond model import"),
+        "{err}"
+    );
+    assert!(env.ok(&["model", "show"]).contains("someone/tiny-e5"));
+}
