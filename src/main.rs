@@ -233,6 +233,9 @@ enum Command {
         /// Only the row map
         #[arg(long)]
         rowmap: bool,
+        /// Only the vector index
+        #[arg(long)]
+        vectors: bool,
         #[arg(long)]
         json: bool,
     },
@@ -427,14 +430,16 @@ async fn run(cli: Cli) -> Result<()> {
             fts,
             scalar,
             rowmap,
+            vectors,
             json,
         } => {
             let runner = runner();
-            let all = !(fts || scalar || rowmap);
+            let all = !(fts || scalar || rowmap || vectors);
             let req = RebuildRequest {
                 fts: fts || all,
                 scalar: scalar || all,
                 rowmap: rowmap || all,
+                vectors: vectors || all,
             };
             let result = rebuild(&runner, req).await;
             runner.shutdown().await;

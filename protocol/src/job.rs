@@ -152,6 +152,8 @@ pub struct RebuildRequest {
     pub scalar: bool,
     /// Rebuild the row map (`messages.rmm`).
     pub rowmap: bool,
+    /// Train the vector index afresh (when there are enough vectors for one).
+    pub vectors: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,6 +210,9 @@ pub struct BackfillReport {
     pub already: u64,
     /// Searchable messages still without one (a limit or a stop left them).
     pub remaining: u64,
+    /// What happened to the vector index: "none" (too few vectors, or current), "created",
+    /// "updated".
+    pub vector_index: String,
     pub elapsed_ms: u64,
     /// The worker's peak resident memory (VmHWM), KiB.
     pub peak_kib: u64,

@@ -261,8 +261,12 @@ pub async fn nearest(
     }
     let q = Float32Array::from(query.to_vec());
     let mut scan = ds.scan();
+    // With the IVF-PQ index: probe 20 partitions and re-rank 4k candidates on the stored
+    // vectors (ignored while every vector is scanned exactly).
     scan.nearest("vector", &q, k)?
         .distance_metric(MetricType::Cosine)
+        .nprobes(20)
+        .refine(4)
         .prefilter(true)
         .project(&["row_id", "_distance"])?
         .filter(&filter)?;
@@ -337,4 +341,75 @@ pub async fn describe(store: &Store, searchable: usize) -> String {
             ""
         }
     )
+}
+
+pub const VECTOR_INDEX: &str = "embeddings_vector_ivf_pq";
+/// Below this many vectors a nearest-neighbour query scans them all (exact, and fast
+/// enough); from here on an IVF-PQ index serves it.
+pub const VECTOR_INDEX_MIN_ROWS: usize = 100_000;
+
+/// IVF-PQ parameters for `rows` vectors of `dims`: about sqrt(rows) partitions, 8 dims per
+/// PQ sub-vector, 8-bit codes, cosine.
+fn ivf_pq(rows: usize, dims: usize) -> lance::index::vector::VectorIndexParams {
+    let partitions = ((rows as f64).sqrt() as usize).clamp(1, 4096);
+    let sub_vectors = (dims / 8).max(1);
+    lance::index::vector::VectorIndexParams::ivf_pq(
+        partitions,
+        8,
+        sub_vectors,
+        MetricType::Cosine,
+        50,
+    )
+}
+
+/// What [`ensure_index`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IndexAction {
+    #[default]
+    None,
+    Created,
+    Updated,
+}
+
+/// Create the vector index once there are `min_rows` vectors ([`VECTOR_INDEX_MIN_ROWS`] in
+/// use), or fold appended vectors into it; `rebuild` trains it afresh. Vectors not yet
+/// indexed are still searched, by a scan of their fragments.
+pub async fn ensure_index(store: &Store, min_rows: usize, rebuild: bool) -> Result<IndexAction> {
+    use lance::index::DatasetIndexExt;
+    let Some(mut ds) = store.dataset(EMBEDDINGS).await? else {
+        return Ok(IndexAction::None);
+    };
+    let has = ds
+        .load_indices()
+        .await?
+        .iter()
+        .any(|i| i.name == VECTOR_INDEX);
+    if has && !rebuild {
+        let stats: serde_json::Value =
+            serde_json::from_str(&ds.index_statistics(VECTOR_INDEX).await?)?;
+        let unindexed = stats["num_unindexed_rows"].as_u64().unwrap_or(0);
+        if unindexed == 0 {
+            return Ok(IndexAction::None);
+        }
+        ds.optimize_indices(&lance_index::optimize::OptimizeOptions::append())
+            .await?;
+        return Ok(IndexAction::Updated);
+    }
+    let rows = ds.count_rows(None).await?;
+    if rows < min_rows.max(1) {
+        return Ok(IndexAction::None);
+    }
+    let dims = match ds.schema().field("vector").map(|f| f.data_type()) {
+        Some(DataType::FixedSizeList(_, n)) => n as usize,
+        _ => return Err(StoreError::NotFound("embeddings.vector missing".into())),
+    };
+    ds.create_index(
+        &["vector"],
+        lance_index::IndexType::Vector,
+        Some(VECTOR_INDEX.into()),
+        &ivf_pq(rows, dims),
+        true,
+    )
+    .await?;
+    Ok(IndexAction::Created)
 }

@@ -228,3 +228,41 @@ fn model_fetch_downloads_and_imports() {
     );
     assert!(env.ok(&["model", "show"]).contains("someone/tiny-e5"));
 }
+
+#[test]
+fn the_vector_index_is_built_past_its_threshold_and_exact_text_is_still_found_first() {
+    use pond_benches::corpus::{generate, Spec};
+    let env = Env::new();
+    let corpus = env.dir.path().join("corpus");
+    generate(&corpus, &Spec::new(4000, 9)).unwrap();
+    env.sync(&corpus);
+    let model = env.dir.path().join("tiny-model");
+    random_bert::write(&model, Shape::tiny(), 3).unwrap();
+    env.ok(&["model", "import", model.to_str().unwrap(), "--name", "tiny"]);
+    let threshold = [("POND_VECTOR_INDEX_MIN_ROWS", "500")];
+    let run = |args: &[&str]| -> Value {
+        let out = env.cmd(args).envs(threshold).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let r = run(&["embed", "--json"]);
+    assert!(r["embedded"].as_u64().unwrap() > 500, "{r}");
+    assert_eq!(r["vector_index"], "created", "{r}");
+
+    // A stored message's own text finds it through the index.
+    let rows = env.sql_json(
+        "SELECT id, search_text FROM messages WHERE searchable AND length(search_text) > 80 ORDER BY id LIMIT 3",
+    );
+    for row in rows.as_array().unwrap() {
+        let text = row["search_text"].as_str().unwrap();
+        let v = search(&env, "vector", text);
+        assert_eq!(v["sessions"][0]["hits"][0]["message_id"], row["id"], "{v}");
+    }
+    let r = run(&["rebuild", "--vectors", "--json"]);
+    let steps = r["steps"].to_string();
+    assert!(steps.contains("vector index: created"), "{r}");
+}

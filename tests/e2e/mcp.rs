@@ -548,7 +548,7 @@ fn rebuild_while_serving_keeps_answers_and_holds_the_store_lock() {
                 String::from_utf8_lossy(&out.stderr)
             );
             let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-            assert_eq!(r["steps"].as_array().unwrap().len(), 6, "{r}");
+            assert_eq!(r["steps"].as_array().unwrap().len(), 7, "{r}");
             assert_eq!(r["unindexed_rows"], 0, "{r}");
         }
         assert!(answers > 0);

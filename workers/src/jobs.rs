@@ -120,15 +120,29 @@ impl Jobs {
         let stats = vectors::backfill(&self.store, &model, dims, req.limit, &mut embed, &mut each)
             .await
             .map_err(store_error)?;
+        progress(Progress::Step("vector index".into()));
+        let index = vectors::ensure_index(&self.store, vector_index_min_rows(), false)
+            .await
+            .map_err(store_error)?;
         Ok(BackfillReport {
             model,
             embedded: stats.embedded,
             already: stats.already,
             remaining: stats.remaining,
+            vector_index: format!("{index:?}").to_lowercase(),
             elapsed_ms: started.elapsed().as_millis() as u64,
             peak_kib: peak_kib(),
         })
     }
+}
+
+/// Vectors needed before an index is built: `vectors::VECTOR_INDEX_MIN_ROWS`, or
+/// `POND_VECTOR_INDEX_MIN_ROWS` (tests build one over a few thousand vectors).
+fn vector_index_min_rows() -> usize {
+    std::env::var("POND_VECTOR_INDEX_MIN_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(vectors::VECTOR_INDEX_MIN_ROWS)
 }
 
 fn embed_error(e: EmbedError) -> JobError {
@@ -177,6 +191,17 @@ async fn execute(
                 .await
                 .map_err(store_error)?;
             let mut rowmap_bytes = 0;
+            if req.vectors {
+                step("vector index");
+                let t = Instant::now();
+                let done = vectors::ensure_index(store, vector_index_min_rows(), true)
+                    .await
+                    .map_err(store_error)?;
+                steps.push((
+                    format!("vector index: {}", format!("{done:?}").to_lowercase()),
+                    t.elapsed().as_millis() as u64,
+                ));
+            }
             if req.rowmap {
                 step("row map (messages.rmm)");
                 let t = Instant::now();
