@@ -118,6 +118,16 @@ fn batch(model: &str, dims: usize, rows: &[(Pending, Vec<f32>)]) -> Result<Recor
     Ok(RecordBatch::try_new(schema(dims), columns)?)
 }
 
+/// Append vectors (with their messages' filter columns) to `embeddings`.
+pub async fn append(
+    store: &Store,
+    model: &str,
+    dims: usize,
+    rows: &[(Pending, Vec<f32>)],
+) -> Result<()> {
+    store.append(EMBEDDINGS, batch(model, dims, rows)?).await
+}
+
 /// The row ids that already have a vector from `model`.
 async fn embedded(store: &Store, model: &str) -> Result<HashSet<u64>> {
     let mut out = HashSet::new();
