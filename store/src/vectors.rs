@@ -176,6 +176,7 @@ pub async fn backfill(
         return Ok(stats);
     };
     let done = embedded(store, model).await?;
+    stats.already = done.len() as u64;
     let searchable = ds.count_rows(Some("searchable".into())).await? as u64;
     let todo = searchable.saturating_sub(done.len() as u64);
     let total = if limit > 0 { todo.min(limit) } else { todo };
@@ -203,11 +204,9 @@ pub async fn backfill(
             );
             for i in 0..b.num_rows() {
                 let row_id = row_ids.value(i);
-                if done.contains(&row_id) {
-                    stats.already += 1;
-                    continue;
-                }
-                if limit > 0 && stats.embedded + chunk.len() as u64 >= limit {
+                if done.contains(&row_id)
+                    || (limit > 0 && stats.embedded + chunk.len() as u64 >= limit)
+                {
                     continue;
                 }
                 let t = text.value(i);
@@ -223,7 +222,8 @@ pub async fn backfill(
                 });
             }
         }
-        if chunk.len() >= CHUNK_ROWS || (next.is_none() && !chunk.is_empty()) {
+        let reached = limit > 0 && stats.embedded + chunk.len() as u64 >= limit;
+        if chunk.len() >= CHUNK_ROWS || ((next.is_none() || reached) && !chunk.is_empty()) {
             let mut rows = std::mem::take(&mut chunk);
             rows.sort_by_key(|p| p.text.len());
             let mut out = Vec::with_capacity(rows.len());
@@ -239,15 +239,17 @@ pub async fn backfill(
                 }
                 out.extend(group.iter().cloned().zip(vectors));
             }
-            store.append(EMBEDDINGS, batch(model, dims, &out)?).await?;
+            append(store, model, dims, &out).await?;
             stats.embedded += out.len() as u64;
             progress(stats.embedded, total);
         }
-        if next.is_none() {
+        // The end of the table, or of what was asked for: no need to read further.
+        if next.is_none() || (limit > 0 && stats.embedded >= limit) {
             break;
         }
     }
-    stats.remaining = todo - stats.embedded;
+    // A sync may add messages while the backfill runs: never below zero.
+    stats.remaining = todo.saturating_sub(stats.embedded);
     Ok(stats)
 }
 
