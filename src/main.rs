@@ -648,25 +648,24 @@ fn source_list(source: Option<Agent>, path: Option<PathBuf>) -> Vec<SyncSource> 
     }
 }
 
-/// Embed messages without vectors in the embed worker, with a progress bar.
-async fn backfill(runner: &Runner, limit: u64) -> Result<BackfillReport> {
+/// Run a long job, showing its progress with a bar of `template` on a terminal's stderr.
+async fn run_with_bar(
+    runner: &Runner,
+    job: Job,
+    template: &str,
+    show: fn(&indicatif::ProgressBar, Progress),
+) -> Result<Output, pond_protocol::JobError> {
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} messages embedded ({eta})",
-            )
-            .expect("valid template"),
-        );
+        b.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template"));
         b
     });
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let show_bar = bar.clone();
-    let show = tokio::spawn(async move {
+    let shown = tokio::spawn(async move {
         while let Some(p) = rx.recv().await {
-            if let (Some(b), Progress::Embed(p)) = (&show_bar, p) {
-                b.set_length(p.total);
-                b.set_position(p.done);
+            if let Some(b) = &show_bar {
+                show(b, p);
             }
         }
     });
@@ -674,13 +673,28 @@ async fn backfill(runner: &Runner, limit: u64) -> Result<BackfillReport> {
         deadline: None,
         progress: Some(tx),
     };
-    let outcome = runner
-        .run(Job::Backfill(BackfillRequest { limit }), opts)
-        .await;
-    let _ = show.await;
+    let outcome = runner.run(job, opts).await;
+    let _ = shown.await;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    outcome
+}
+
+/// Embed messages without vectors in the embed worker, with a progress bar.
+async fn backfill(runner: &Runner, limit: u64) -> Result<BackfillReport> {
+    let outcome = run_with_bar(
+        runner,
+        Job::Backfill(BackfillRequest { limit }),
+        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} messages embedded ({eta})",
+        |b, p| {
+            if let Progress::Embed(p) = p {
+                b.set_length(p.total);
+                b.set_position(p.done);
+            }
+        },
+    )
+    .await;
     match outcome? {
         Output::Backfill(r) => Ok(r),
         other => anyhow::bail!("unexpected reply to an embed job: {other:?}"),
@@ -775,21 +789,12 @@ async fn sync(
         sources,
         skip_index: no_index,
     };
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(0);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
-            )
-            .expect("valid template"),
-        );
-        b
-    });
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let show_bar = bar.clone();
-    let show = tokio::spawn(async move {
-        while let Some(p) = rx.recv().await {
-            if let (Some(b), Progress::Sync(p)) = (&show_bar, p) {
+    let outcome = run_with_bar(
+        runner,
+        Job::Sync(req),
+        "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
+        |b, p| {
+            if let Progress::Sync(p) = p {
                 b.set_length(p.bytes_total);
                 b.set_position(p.bytes_done);
                 b.set_message(format!(
@@ -797,17 +802,9 @@ async fn sync(
                     p.files_done, p.files_total, p.messages
                 ));
             }
-        }
-    });
-    let opts = JobOptions {
-        deadline: None,
-        progress: Some(tx),
-    };
-    let outcome = runner.run(Job::Sync(req), opts).await;
-    let _ = show.await;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+        },
+    )
+    .await;
     let report = match outcome? {
         Output::Sync(r) => r,
         other => anyhow::bail!("unexpected reply to a sync: {other:?}"),
