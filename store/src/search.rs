@@ -418,7 +418,8 @@ pub fn snippet(text: &str, terms: &[String], width: usize) -> String {
     out
 }
 
-pub(crate) fn floor_char(s: &str, mut i: usize) -> usize {
+/// The largest char boundary of `s` at or below `i` (`i` at most `s.len()`).
+pub fn floor_char(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
     }

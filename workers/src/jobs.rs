@@ -13,6 +13,7 @@ use pond_protocol::job::{
     SqlOutput, Vectors, EMBED_MAX_TEXTS, EMBED_TEXT_BYTES,
 };
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
+use pond_store::search::floor_char;
 use pond_store::sql::{self, SqlLimits};
 use pond_store::{indexes, rowmap, schema, vectors, Store, StoreError};
 
@@ -88,7 +89,7 @@ impl Jobs {
         let texts: Vec<&str> = req
             .texts
             .iter()
-            .map(|t| &t[..floor_char(t, EMBED_TEXT_BYTES)])
+            .map(|t| &t[..floor_char(t, EMBED_TEXT_BYTES.min(t.len()))])
             .collect();
         let kind = if req.query {
             TextKind::Query
@@ -151,15 +152,6 @@ fn embed_error(e: EmbedError) -> JobError {
         _ => ErrorKind::Internal,
     };
     JobError::new(kind, e.to_string())
-}
-
-/// Cut `s` to at most `max` bytes at a char boundary.
-fn floor_char(s: &str, max: usize) -> usize {
-    let mut i = max.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// Run one job that needs no state kept between jobs.
