@@ -36,18 +36,10 @@ fn mib(kib: u64) -> f64 {
     r2(kib as f64 / 1024.0)
 }
 
-/// Whether `pid` runs (a zombie, exited but not yet reaped, does not).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_owned()))
-        .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'))
-}
-
 /// Sample a process's footprint every 20 ms until it exits: (peak footprint, last VmHWM).
 fn watch(pid: u32) -> (u64, u64) {
     let (mut peak, mut hwm) = (0, 0);
-    while running(pid) {
+    while footprint::running(pid) {
         let Some(f) = footprint::of_pid(pid) else {
             break;
         };

@@ -44,6 +44,16 @@ pub fn of_self() -> Option<Footprint> {
     of_pid(std::process::id())
 }
 
+/// Whether `pid` runs: it exists and is not a zombie (exited, not yet reaped by its parent).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let state = s[s.rfind(')').map_or(0, |i| i + 1)..].trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        })
+        .unwrap_or(false)
+}
+
 /// The pids whose parent is `pid` (zombies included: a child not yet reaped is listed).
 pub fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
@@ -82,7 +92,14 @@ mod tests {
             .spawn()
             .unwrap();
         assert!(children(std::process::id()).contains(&child.id()));
+        assert!(running(child.id()));
         child.kill().unwrap();
+        // Killed but not yet reaped: a zombie, which does not run.
+        let gone = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while running(child.id()) && std::time::Instant::now() < gone {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!running(child.id()));
         child.wait().unwrap();
         assert!(!children(std::process::id()).contains(&child.id()));
     }

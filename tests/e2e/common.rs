@@ -116,21 +116,11 @@ pub fn copy_dir(src: &Path, dst: &Path) {
     }
 }
 
-pub use pond_protocol::footprint::children;
+pub use pond_protocol::footprint::{children, running};
 
 /// Whether a process exists at all (a zombie counts: it has not been reaped).
 pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// Whether a process exists and is not a zombie (an orphan's zombie is init's to reap).
-pub fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            let rest = &s[s.rfind(')').map_or(0, |i| i + 2)..];
-            !rest.starts_with('Z')
-        })
-        .unwrap_or(false)
 }
 
 /// Wait until `f` holds, up to `secs` seconds.
