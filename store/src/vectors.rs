@@ -160,7 +160,7 @@ pub struct BackfillStats {
 }
 
 /// Embed every searchable message without a vector from `model`, `limit` at most (0: all):
-/// in chunks of [`CHUNK_ROWS`] sorted by text length, [`BATCH_TEXTS`] texts per call of
+/// in chunks of `chunk_rows` ([`CHUNK_ROWS`] in production) sorted by text length, [`BATCH_TEXTS`] texts per call of
 /// `embed`, each chunk appended (committed) before the next, so a killed backfill resumes
 /// where it stopped. The caller holds the store's embedding lock.
 pub async fn backfill(
@@ -168,6 +168,7 @@ pub async fn backfill(
     model: &str,
     dims: usize,
     limit: u64,
+    chunk_rows: usize,
     embed: &mut EmbedFn<'_>,
     progress: &mut (dyn FnMut(u64, u64) + Send),
 ) -> Result<BackfillStats> {
@@ -184,7 +185,7 @@ pub async fn backfill(
     scan.with_row_id()
         .project(&MESSAGE_COLUMNS)?
         .filter("searchable")?
-        .batch_size(CHUNK_ROWS);
+        .batch_size(chunk_rows);
     let mut stream = scan.try_into_stream().await?;
     let mut chunk: Vec<Pending> = Vec::new();
     loop {
@@ -223,7 +224,7 @@ pub async fn backfill(
             }
         }
         let reached = limit > 0 && stats.embedded + chunk.len() as u64 >= limit;
-        if chunk.len() >= CHUNK_ROWS || ((next.is_none() || reached) && !chunk.is_empty()) {
+        if chunk.len() >= chunk_rows.max(1) || ((next.is_none() || reached) && !chunk.is_empty()) {
             let mut rows = std::mem::take(&mut chunk);
             rows.sort_by_key(|p| p.text.len());
             let mut out = Vec::with_capacity(rows.len());

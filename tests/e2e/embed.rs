@@ -12,10 +12,26 @@ use crate::common::Env;
 pub(crate) fn with_tiny_model() -> Env {
     let env = Env::new();
     env.sync(&env.sources());
+    import_tiny_model(&env);
+    env
+}
+
+/// Write a tiny random BERT and import it into `env`'s store as `tiny`.
+pub(crate) fn import_tiny_model(env: &Env) {
     let model = env.dir.path().join("tiny-model");
     random_bert::write(&model, Shape::tiny(), 3).unwrap();
     let out = env.ok(&["model", "import", model.to_str().unwrap(), "--name", "tiny"]);
     assert!(out.contains("imported tiny"), "{out}");
+}
+
+/// A store synced from a generated corpus of `messages` messages, the tiny model imported.
+fn generated_with_tiny_model(messages: u64, seed: u64) -> Env {
+    let env = Env::new();
+    let corpus = env.dir.path().join("corpus");
+    pond_benches::corpus::generate(&corpus, &pond_benches::corpus::Spec::new(messages, seed))
+        .unwrap();
+    env.sync(&corpus);
+    import_tiny_model(&env);
     env
 }
 
@@ -231,14 +247,7 @@ fn model_fetch_downloads_and_imports() {
 
 #[test]
 fn the_vector_index_is_built_past_its_threshold_and_exact_text_is_still_found_first() {
-    use pond_benches::corpus::{generate, Spec};
-    let env = Env::new();
-    let corpus = env.dir.path().join("corpus");
-    generate(&corpus, &Spec::new(4000, 9)).unwrap();
-    env.sync(&corpus);
-    let model = env.dir.path().join("tiny-model");
-    random_bert::write(&model, Shape::tiny(), 3).unwrap();
-    env.ok(&["model", "import", model.to_str().unwrap(), "--name", "tiny"]);
+    let env = generated_with_tiny_model(4000, 9);
     let threshold = [("POND_VECTOR_INDEX_MIN_ROWS", "500")];
     let run = |args: &[&str]| -> Value {
         let out = env.cmd(args).envs(threshold).output().unwrap();
@@ -265,4 +274,54 @@ fn the_vector_index_is_built_past_its_threshold_and_exact_text_is_still_found_fi
     let r = run(&["rebuild", "--vectors", "--json"]);
     let steps = r["steps"].to_string();
     assert!(steps.contains("vector index: created"), "{r}");
+}
+
+#[test]
+fn a_backfill_killed_in_the_middle_resumes_without_loss_or_duplicates() {
+    use crate::common::{children, running, signal, wait_for};
+    use nix::sys::signal::Signal;
+    let env = generated_with_tiny_model(3000, 4);
+    let searchable = env.sql_json("SELECT count(*) AS n FROM messages WHERE searchable")[0]["n"]
+        .as_u64()
+        .unwrap();
+
+    // Many small chunks (about 90), each its own commit; kill the worker after a few.
+    let cli = env
+        .cmd(&["embed", "--json"])
+        .env("POND_EMBED_CHUNK_ROWS", "10")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let versions = env.store().join("embeddings.lance/_versions");
+    let commits = || std::fs::read_dir(&versions).map_or(0, |d| d.count());
+    assert!(wait_for(120.0, || commits() >= 4), "no chunk was committed");
+    let worker = children(cli.id());
+    assert_eq!(worker.len(), 1, "one embed worker: {worker:?}");
+    assert!(running(worker[0]));
+    signal(worker[0], Signal::SIGKILL);
+    let out = cli.wait_with_output().unwrap();
+    assert!(!out.status.success(), "the backfill was not cut short");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("worker"), "{err}");
+
+    // What was committed stays; the next run does exactly the rest.
+    let r = env.json(&["embed", "--json"]);
+    let (embedded, already) = (
+        r["embedded"].as_u64().unwrap(),
+        r["already"].as_u64().unwrap(),
+    );
+    assert!(already >= 30 && already < searchable, "{r}");
+    assert_eq!(embedded + already, searchable, "{r}");
+    assert_eq!(r["remaining"], 0, "{r}");
+    let shown = env.ok(&["model", "show"]);
+    assert!(
+        shown.contains(&format!("{searchable} vectors from tiny")),
+        "no vector twice: {shown}"
+    );
+    let row = &env.sql_json(
+        "SELECT id, search_text FROM messages WHERE searchable AND length(search_text) > 80 ORDER BY id LIMIT 1",
+    )[0];
+    let v = search(&env, "vector", row["search_text"].as_str().unwrap());
+    assert_eq!(v["sessions"][0]["hits"][0]["message_id"], row["id"], "{v}");
 }

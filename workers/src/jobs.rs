@@ -118,9 +118,17 @@ impl Jobs {
                 .map_err(|err| StoreError::InvalidQuery(format!("embedding failed: {err}")))
         };
         let mut each = |done, total| progress(Progress::Embed(EmbedProgress { done, total }));
-        let stats = vectors::backfill(&self.store, &model, dims, req.limit, &mut embed, &mut each)
-            .await
-            .map_err(store_error)?;
+        let stats = vectors::backfill(
+            &self.store,
+            &model,
+            dims,
+            req.limit,
+            env_usize("POND_EMBED_CHUNK_ROWS", vectors::CHUNK_ROWS),
+            &mut embed,
+            &mut each,
+        )
+        .await
+        .map_err(store_error)?;
         progress(Progress::Step("vector index".into()));
         let index = vectors::ensure_index(&self.store, vector_index_min_rows(), false)
             .await
@@ -140,10 +148,17 @@ impl Jobs {
 /// Vectors needed before an index is built: `vectors::VECTOR_INDEX_MIN_ROWS`, or
 /// `POND_VECTOR_INDEX_MIN_ROWS` (tests build one over a few thousand vectors).
 fn vector_index_min_rows() -> usize {
-    std::env::var("POND_VECTOR_INDEX_MIN_ROWS")
+    env_usize("POND_VECTOR_INDEX_MIN_ROWS", vectors::VECTOR_INDEX_MIN_ROWS)
+}
+
+/// A size the environment may override (tests: an index over a few thousand vectors, a
+/// backfill of many small chunks to kill in the middle of).
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(vectors::VECTOR_INDEX_MIN_ROWS)
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
 }
 
 fn embed_error(e: EmbedError) -> JobError {
