@@ -18,7 +18,7 @@ pub mod random_bert;
 mod tests;
 
 pub use asset::{import, Manifest, ASSET_DTYPE};
-pub use model::{Embedder, TextKind};
+pub use model::{Embedder, TextKind, MAX_BATCH_TOKENS};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {

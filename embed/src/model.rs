@@ -5,7 +5,7 @@ use std::path::Path;
 use candle_core::{DType, Device, Tensor, D};
 use candle_nn::{Embedding, LayerNorm, Module, VarBuilder};
 use candle_transformers::models::bert::{BertEncoder, Config};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 use crate::asset::{Manifest, ASSET_DTYPE};
 use crate::{EmbedError, Result};
@@ -77,7 +77,13 @@ pub struct Embedder {
     encoder: BertEncoder,
     /// The encoder's compute type.
     dtype: DType,
+    /// The token a batch is padded with (the tokenizer pads nothing itself).
+    pad_id: u32,
 }
+
+/// Padded tokens in one forward pass at most (a longer single text still goes alone): with
+/// 512-token texts, 8 at a time.
+pub const MAX_BATCH_TOKENS: usize = 4096;
 
 impl Embedder {
     /// Load the asset at `dir`. Only an f16 asset is served: no f32 copy of a model ever
@@ -123,18 +129,16 @@ impl Embedder {
                 ..Default::default()
             }))
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        if tokenizer.get_padding().is_none() {
-            let (pad_id, pad_token) = ["[PAD]", "<pad>"]
+        // Batches are padded per forward pass (`forward`), not by the tokenizer: grouping
+        // texts by length needs each one's own length.
+        let pad_id = match tokenizer.get_padding() {
+            Some(p) => p.pad_id,
+            None => ["[PAD]", "<pad>"]
                 .iter()
-                .find_map(|t| tokenizer.token_to_id(t).map(|id| (id, t.to_string())))
-                .unwrap_or((0, "[PAD]".into()));
-            tokenizer.with_padding(Some(PaddingParams {
-                strategy: PaddingStrategy::BatchLongest,
-                pad_id,
-                pad_token,
-                ..Default::default()
-            }));
-        }
+                .find_map(|t| tokenizer.token_to_id(t))
+                .unwrap_or(0),
+        };
+        tokenizer.with_padding(None);
         let weights = dir.join("model.safetensors");
         // SAFETY: as above; candle copies each tensor out of the map as it loads it, and the
         // maps are dropped with the builders at the end of this function.
@@ -165,6 +169,7 @@ impl Embedder {
             tokenizer,
             manifest,
             dtype: DType::F32,
+            pad_id,
         })
     }
 
@@ -172,7 +177,10 @@ impl Embedder {
         &self.manifest
     }
 
-    /// Unit vectors for `texts` (one batch: callers bound its size and sort by length).
+    /// Unit vectors for `texts`. Texts go through the model in groups of at most
+    /// [`MAX_BATCH_TOKENS`] padded tokens, so a batch of long texts costs no more memory than
+    /// a few (attention holds batch x heads x length^2 scores per layer); callers sort texts
+    /// by length so little goes to padding.
     pub fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
@@ -186,15 +194,36 @@ impl Embedder {
             .tokenizer
             .encode_batch(inputs, true)
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let mut out = Vec::with_capacity(texts.len());
+        let mut start = 0;
+        while start < encodings.len() {
+            // The longest run of the rest whose padded size fits (always at least one text).
+            let (mut end, mut longest) = (start, 0);
+            while end < encodings.len() {
+                let l = longest.max(encodings[end].len().max(1));
+                if end > start && l * (end - start + 1) > MAX_BATCH_TOKENS {
+                    break;
+                }
+                longest = l;
+                end += 1;
+            }
+            out.extend(self.forward(&encodings[start..end])?);
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// One batch through the model, padded to its longest text: mean-pooled unit vectors.
+    fn forward(&self, encodings: &[Encoding]) -> Result<Vec<Vec<f32>>> {
         let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
         let (mut ids, mut mask) = (Vec::new(), Vec::new());
-        for e in &encodings {
+        for e in encodings {
             let pad = len - e.len();
             ids.extend(
                 e.get_ids()
                     .iter()
                     .copied()
-                    .chain(std::iter::repeat_n(0, pad)),
+                    .chain(std::iter::repeat_n(self.pad_id, pad)),
             );
             mask.extend(
                 e.get_attention_mask()
@@ -204,7 +233,7 @@ impl Embedder {
             );
         }
         let device = Device::Cpu;
-        let n = texts.len();
+        let n = encodings.len();
         let ids = Tensor::from_vec(ids, (n, len), &device)?;
         let mask = Tensor::from_vec(mask, (n, len), &device)?.to_dtype(DType::F32)?;
         // BERT's additive mask: 0 where attended, -10,000 where padded (also representable in

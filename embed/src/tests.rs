@@ -86,6 +86,27 @@ fn embeddings_are_unit_deterministic_and_match_the_f32_model() {
 }
 
 #[test]
+fn a_batch_of_long_texts_is_split_by_token_budget_without_changing_vectors() {
+    let (dir, _) = tiny();
+    let e = Embedder::load(&dir.path().join("asset")).unwrap();
+    // The tiny model truncates at 128 tokens: 40 long texts are 5,120 padded tokens, more
+    // than one forward pass takes, so the batch is split; short texts ride along.
+    let long: Vec<String> = (0..40)
+        .map(|i| format!("{i} ") + &"retry the flaky upload with backoff ".repeat(30))
+        .collect();
+    let mut texts: Vec<&str> = vec!["short", "a bit longer text"];
+    texts.extend(long.iter().map(String::as_str));
+    const { assert!(40 * 128 > crate::MAX_BATCH_TOKENS) };
+    let batch = e.embed(&texts, TextKind::Passage).unwrap();
+    assert_eq!(batch.len(), texts.len());
+    for (i, t) in texts.iter().enumerate() {
+        let alone = e.embed(&[t], TextKind::Passage).unwrap();
+        let c = cosine(&alone[0], &batch[i]);
+        assert!(c > 0.999, "text {i}: {c}");
+    }
+}
+
+#[test]
 fn bad_models_and_assets_are_refused_with_reasons() {
     let (dir, _) = tiny();
     let src = dir.path().join("src");
