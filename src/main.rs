@@ -475,7 +475,7 @@ async fn run(cli: Cli) -> Result<()> {
         } => {
             let runner = runner();
             // A store with a model embeds what the sync added.
-            let embed_after = !no_embed && store.model_dir().join("manifest.json").exists();
+            let embed_after = !no_embed && store.has_model();
             let result = sync(&store, &runner, source, path, json, no_index, embed_after).await;
             runner.shutdown().await;
             result

@@ -161,6 +161,11 @@ impl Store {
         self.root.join("model")
     }
 
+    /// Whether a model is imported: then syncs embed what they add.
+    pub fn has_model(&self) -> bool {
+        self.model_dir().join("manifest.json").exists()
+    }
+
     fn lock_file(&self, name: &str, holder: &str) -> Result<StoreLock> {
         let path = self.root.join(name);
         let file = File::options()

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pond_protocol::job::{SqlFormat, SqlJob};
+use pond_protocol::job::{BackfillRequest, SqlFormat, SqlJob};
 use pond_protocol::{ErrorKind, Job, JobError, Output};
 use pond_store::get::{self, PageFrom, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest, SortBy};
@@ -665,8 +665,11 @@ impl PondServer {
             let job = Job::Sync(auto.request.clone());
             let note = match self.runner.run(job, JobOptions::default()).await {
                 Ok(Output::Sync(r)) => format!(
-                    "{started}: {} files seen, {} messages added, {} lines skipped",
-                    r.files_seen, r.messages_added, r.skipped
+                    "{started}: {} files seen, {} messages added, {} lines skipped{}",
+                    r.files_seen,
+                    r.messages_added,
+                    r.skipped,
+                    self.embed_new(r.messages_added).await
                 ),
                 Ok(other) => format!("{started}: unexpected reply {other:?}"),
                 Err(e) if e.kind == ErrorKind::Locked => {
@@ -679,6 +682,28 @@ impl PondServer {
             };
             *self.last_sync.lock().expect("sync note") = Some(note);
             tokio::time::sleep(auto.every).await;
+        }
+    }
+}
+
+impl PondServer {
+    /// After a sync that added messages to a store with a model: embed them (in the embed
+    /// worker), so vector search keeps up with what the front syncs. The note's tail.
+    async fn embed_new(&self, added: u64) -> String {
+        if added == 0 || !self.store.has_model() {
+            return String::new();
+        }
+        let job = Job::Backfill(BackfillRequest { limit: 0 });
+        match self.runner.run(job, JobOptions::default()).await {
+            Ok(Output::Backfill(r)) => format!(", {} embedded", r.embedded),
+            Ok(other) => format!(", embedding: unexpected reply {other:?}"),
+            Err(e) if e.kind == ErrorKind::Locked => {
+                ", embedding skipped: another backfill held the store".into()
+            }
+            Err(e) => {
+                tracing::warn!("background embedding failed: {e}");
+                format!(", embedding failed: {e}")
+            }
         }
     }
 }

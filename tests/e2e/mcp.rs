@@ -754,6 +754,43 @@ fn mcp_syncs_the_default_homes_in_the_background() {
 }
 
 #[test]
+fn the_background_sync_embeds_what_it_adds_when_the_store_has_a_model() {
+    let env = Env::new();
+    crate::embed::import_tiny_model(&env);
+    crate::common::copy_dir(
+        &crate::common::fixtures().join("claude"),
+        &env.dir.path().join(".claude"),
+    );
+    runtime().block_on(async {
+        let c = connect_with(&env, &[], &[("POND_AUTO_SYNC_MINS", "1")]).await;
+        let mut status = String::new();
+        for _ in 0..600 {
+            status = c.resource("pond://status").await;
+            if status.contains("last background sync") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(status.contains("12 messages added"), "{status}");
+        let embedded = env.sql_json("SELECT count(*) AS n FROM messages WHERE searchable")[0]["n"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            status.contains(&format!(", {embedded} embedded")),
+            "{embedded}: {status}"
+        );
+        let found = c
+            .ok(
+                "pond_search",
+                json!({"query": "why does the checkout total drift by a cent?", "mode": "vector"}),
+            )
+            .await;
+        assert!(found.contains("c-u2"), "{found}");
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
 fn a_front_killed_outright_takes_its_workers_with_it() {
     let env = synced();
     let mut raw = Raw::start(&env);
