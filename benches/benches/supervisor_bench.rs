@@ -22,10 +22,13 @@ use pond_benches::{report, work};
 use pond_protocol::footprint;
 use pond_protocol::{Job, WorkerKind};
 use pond_supervisor::{JobOptions, WorkerCommand, Workers, WorkersConfig};
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::TokioChildProcess;
-use rmcp::ServiceExt;
 use serde_json::{json, Value};
+
+// Shared with serve_mem_bench, which uses all of it.
+#[allow(dead_code)]
+#[path = "front.rs"]
+mod front;
+use front::{Front, SQL};
 
 const POND: &str = env!("CARGO_BIN_EXE_pond");
 
@@ -79,15 +82,6 @@ async fn ipc(store: &std::path::Path, spawns: u64, pings: u64) -> Value {
     })
 }
 
-const SQL: &[&str] = &[
-    "SELECT count(*) AS n FROM messages",
-    "SELECT project, count(*) AS sessions FROM sessions GROUP BY project ORDER BY sessions DESC LIMIT 20",
-    "SELECT role, count(*) AS n, sum(length(search_text)) AS chars FROM messages GROUP BY role",
-    "SELECT tool_name, count(*) AS calls FROM parts WHERE part_type = 'tool_call' GROUP BY tool_name ORDER BY calls DESC LIMIT 20",
-    "SELECT session_id, max(timestamp) AS last FROM messages GROUP BY session_id ORDER BY last DESC LIMIT 10",
-    "SELECT id, title FROM sessions ORDER BY updated_at DESC LIMIT 10",
-];
-
 /// The front's footprint through one serving run; returns figures for `mode`.
 async fn front(store: &std::path::Path, in_process: bool, queries: u64, idle: u64) -> Value {
     let mut cmd = tokio::process::Command::new(POND);
@@ -97,31 +91,9 @@ async fn front(store: &std::path::Path, in_process: bool, queries: u64, idle: u6
     }
     // Serving only: no background sync of this machine's homes into the bench store.
     cmd.arg("mcp").env("POND_AUTO_SYNC_MINS", "0");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .expect("start pond mcp");
-    let pid = transport.id().expect("pid");
-    let client = ().serve(transport).await.expect("MCP handshake");
-    let call = |name: &'static str, args: Value| {
-        let client = &client;
-        async move {
-            let Value::Object(args) = args else {
-                unreachable!()
-            };
-            let t = Instant::now();
-            let r = client
-                .call_tool(CallToolRequestParams::new(name).with_arguments(args))
-                .await
-                .expect("tool call");
-            assert_eq!(r.is_error, Some(false), "{name}: {:?}", r.content);
-            let text = r.content[0]
-                .as_text()
-                .map(|t| t.text.clone())
-                .unwrap_or_default();
-            (t.elapsed().as_secs_f64() * 1000.0, text)
-        }
-    };
+    let front = Front::start(cmd, |_| {}).await;
+    let pid = front.pid;
+    let call = |name: &'static str, args: Value| front.call(name, args);
     let started = footprint::of_pid(pid).unwrap_or_default();
     let mut peak = 0u64;
     let mut sample = || {
@@ -151,13 +123,7 @@ async fn front(store: &std::path::Path, in_process: bool, queries: u64, idle: u6
         sample();
     }
     let after_sql = sample();
-    let (_, ids) = call(
-        "pond_sql",
-        json!({"query": "SELECT id, session_id FROM messages WHERE searchable LIMIT 20", "format": "json"}),
-    )
-    .await;
-    let ids: Vec<Value> =
-        serde_json::from_str(&ids[..ids.rfind(']').map_or(0, |i| i + 1)]).expect("ids as JSON");
+    let ids = front.message_ids(20).await;
     let mut get = Vec::new();
     for row in &ids {
         let (ms, _) = call("pond_get_message", json!({"id": row["id"]})).await;
@@ -178,7 +144,7 @@ async fn front(store: &std::path::Path, in_process: bool, queries: u64, idle: u6
     }
     let end = footprint::of_pid(pid).unwrap_or_default();
     let workers: u64 = worker_footprints(pid);
-    client.cancel().await.expect("close");
+    front.close().await;
     let mode = if in_process { "in_process" } else { "multi" };
     json!({
         format!("{mode}_front_start_mib"): started.footprint_kib() >> 10,

@@ -20,33 +20,14 @@ use lance_index::vector::ivf::IvfBuildParams;
 use lance_index::vector::sq::builder::SQBuildParams;
 use lance_linalg::distance::MetricType;
 use pond_benches::corpus::Rng;
+use pond_benches::standin::{StandIn, DIMS};
 use pond_benches::{report, work};
 use pond_store::search::SearchFilters;
 use pond_store::vectors::{self, Pending, EMBEDDINGS};
 use pond_store::{Store, StoreConfig};
 use serde_json::json;
 
-const DIMS: usize = 384;
 const MODEL: &str = "stand-in";
-
-fn unit(v: &mut [f32]) {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-    v.iter_mut().for_each(|x| *x /= n);
-}
-
-fn gaussian(rng: &mut Rng) -> f32 {
-    rng.normal() as f32
-}
-
-fn around(rng: &mut Rng, centres: &[Vec<f32>]) -> Vec<f32> {
-    let c = rng.pick(centres);
-    let mut v: Vec<f32> = c
-        .iter()
-        .map(|x| x + 0.6 * gaussian(rng) / (DIMS as f32).sqrt())
-        .collect();
-    unit(&mut v);
-    v
-}
 
 fn dir_bytes(p: &std::path::Path) -> u64 {
     std::fs::read_dir(p)
@@ -73,13 +54,7 @@ fn main() {
         .unwrap();
     let figures = rt.block_on(async {
         let mut rng = Rng::new(11);
-        let centres: Vec<Vec<f32>> = (0..512)
-            .map(|_| {
-                let mut c: Vec<f32> = (0..DIMS).map(|_| gaussian(&mut rng)).collect();
-                unit(&mut c);
-                c
-            })
-            .collect();
+        let standin = StandIn::new(&mut rng);
         if !dir.join(".complete").exists() {
             let _ = std::fs::remove_dir_all(&dir);
             let store = Store::open(&dir, StoreConfig::default()).unwrap();
@@ -97,7 +72,7 @@ fn main() {
                             project: Some(format!("/home/dev/p{}", i % 7)),
                             text: String::new(),
                         };
-                        (p, around(&mut rng, &centres))
+                        (p, standin.draw(&mut rng))
                     })
                     .collect();
                 vectors::append(&store, MODEL, DIMS, &chunk).await.unwrap();
@@ -105,7 +80,7 @@ fn main() {
             }
             std::fs::write(dir.join(".complete"), "").unwrap();
         }
-        let qs: Vec<Vec<f32>> = (0..queries).map(|_| around(&mut rng, &centres)).collect();
+        let qs: Vec<Vec<f32>> = (0..queries).map(|_| standin.draw(&mut rng)).collect();
         let none = SearchFilters::default();
 
         // Drop any index a previous run left: the exact scan is the ground truth.
