@@ -2,12 +2,12 @@
 //! phase of its life, multi-process (the default) against `--in-process` (the same jobs in
 //! the front), with a plot of footprint over time.
 //!
-//! `cargo bench -p pond -p pond-benches --bench serve_mem_bench -- [--messages N]
+//! `cargo bench -p pond -p pond-benches --bench serve_mem_bench -- [--messages N | --corpus DIR]
 //!  [--queries Q] [--idle-secs T] [--worker-idle-secs W] [--modes multi,in-process]
 //!  [--plot FILE.svg] [--work DIR]`
 //!
 //! The store (built once, reused: `<work>/serve-store-N`): the generated corpus of N
-//! messages synced, full-text index and row map built; a random-weight model of
+//! messages (or the session files under `--corpus DIR`) synced, full-text index and row map built; a random-weight model of
 //! multilingual-e5-small's exact shape imported (queries are embedded by the real embed
 //! worker running it); every searchable message given a *stand-in* vector (drawn, not
 //! embedded: embedding millions of messages takes hours on this CPU) and the vector index
@@ -73,12 +73,18 @@ fn r2(x: f64) -> f64 {
 
 /// The serving store: the synced store copied, the model imported, stand-in vectors and
 /// their index. Built once.
-async fn serve_store(messages: u64) -> PathBuf {
-    let dir = work::work_dir().join(format!("serve-store-{messages}"));
+/// `label` names the store: the generated corpus's size, or the `--corpus` folder's name.
+async fn serve_store(label: &str, corpus: Option<&Path>, messages: u64) -> PathBuf {
+    let dir = work::work_dir().join(format!("serve-store-{label}"));
     if dir.join(".complete").exists() {
         return dir;
     }
-    let synced = work::synced_store(messages).await;
+    let synced = match corpus {
+        Some(c) => {
+            work::synced_store_of(c, work::work_dir().join(format!("fts-store-{label}"))).await
+        }
+        None => work::synced_store(messages).await,
+    };
     let _ = std::fs::remove_dir_all(&dir);
     let t = Instant::now();
     let ok = std::process::Command::new("cp")
@@ -423,7 +429,7 @@ fn phase_figures(run: &Run) -> Vec<PhaseFigures> {
 }
 
 /// Footprint over time per process and the tree's sum, one panel per mode, phases marked.
-fn plot(runs: &[Run], messages: u64) -> String {
+fn plot(runs: &[Run], messages: usize) -> String {
     let (w, h, left, top, bottom) = (1100.0, 380.0, 70.0, 40.0, 40.0);
     let plot_w = w - left - 200.0;
     let plot_h = h - top - bottom;
@@ -549,7 +555,14 @@ fn plot(runs: &[Run], messages: u64) -> String {
 }
 
 fn main() {
-    let messages = num("--messages", 100_000);
+    let corpus = work::arg("--corpus").map(PathBuf::from);
+    let label = match &corpus {
+        Some(c) => c
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "corpus".into()),
+        None => num("--messages", 100_000).to_string(),
+    };
     let queries = num("--queries", 100);
     let idle = num("--idle-secs", 10);
     let worker_idle = num("--worker-idle-secs", 10);
@@ -558,9 +571,16 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let (runs, vectors) = rt.block_on(async {
-        let store = serve_store(messages).await;
+    let (runs, vectors, messages) = rt.block_on(async {
+        let store = serve_store(&label, corpus.as_deref(), num("--messages", 100_000)).await;
         let s = Store::open(&store, StoreConfig::default()).expect("open store");
+        let messages = s
+            .require("messages")
+            .await
+            .expect("messages")
+            .count_rows(None)
+            .await
+            .expect("count");
         let counts = vectors::counts(&s).await.unwrap_or_default();
         let mut runs = Vec::new();
         for mode in modes.split(',') {
@@ -571,7 +591,7 @@ fn main() {
             };
             runs.push(run_mode(&store, in_process, queries, idle, worker_idle).await);
         }
-        (runs, counts)
+        (runs, counts, messages)
     });
 
     let mut figures = json!({
@@ -656,7 +676,7 @@ fn main() {
     }
     let plot_path = work::arg("--plot")
         .map(PathBuf::from)
-        .unwrap_or_else(|| work::work_dir().join(format!("serve-mem-{messages}.svg")));
+        .unwrap_or_else(|| work::work_dir().join(format!("serve-mem-{label}.svg")));
     std::fs::write(&plot_path, plot(&runs, messages)).expect("write the plot");
     obj.insert("plot".into(), json!(plot_path.display().to_string()));
     report::print("serve_mem_bench", &figures);

@@ -63,7 +63,12 @@ pub fn dir_bytes(p: &Path) -> u64 {
 /// once and reused: `<work>/fts-store-<messages>`.
 pub async fn synced_store(messages: u64) -> PathBuf {
     let (corpus, _) = corpus(messages).expect("corpus");
-    let store_dir = work_dir().join(format!("fts-store-{messages}"));
+    synced_store_of(&corpus, work_dir().join(format!("fts-store-{messages}"))).await
+}
+
+/// `store_dir` holding the session files under `corpus`, synced (in this process) once and
+/// reused; its row map is brought up to date.
+pub async fn synced_store_of(corpus: &Path, store_dir: PathBuf) -> PathBuf {
     let ready = store_dir.join(".complete");
     if !ready.exists() {
         let _ = std::fs::remove_dir_all(&store_dir);
@@ -71,7 +76,7 @@ pub async fn synced_store(messages: u64) -> PathBuf {
         let req = SyncRequest {
             sources: vec![SyncSource {
                 agent: None,
-                path: corpus,
+                path: corpus.to_owned(),
             }],
             skip_index: false,
         };
