@@ -82,8 +82,8 @@ pub struct Embedder {
 }
 
 /// Padded tokens in one forward pass at most (a longer single text still goes alone): with
-/// 512-token texts, 8 at a time.
-pub const MAX_BATCH_TOKENS: usize = 4096;
+/// 512-token texts, 4 at a time (docs/benchmarks.md: 2,048 against 4,096).
+pub const MAX_BATCH_TOKENS: usize = 2048;
 
 impl Embedder {
     /// Load the asset at `dir`. Only an f16 asset is served: no f32 copy of a model ever
