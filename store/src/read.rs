@@ -1,8 +1,8 @@
 //! Typed access to scanned batches.
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{TimestampMillisecondType, UInt32Type, UInt64Type};
-use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_array::types::{ArrowPrimitiveType, TimestampMillisecondType, UInt32Type, UInt64Type};
+use arrow_array::{Array, PrimitiveArray, RecordBatch, StringArray};
 use futures::TryStreamExt;
 use lance::Dataset;
 use pond_ingest::SessionRow;
@@ -27,6 +27,16 @@ fn missing(name: &str) -> StoreError {
 pub(crate) fn string_col<'b>(b: &'b RecordBatch, name: &str) -> Result<&'b StringArray> {
     b.column_by_name(name)
         .and_then(|c| c.as_string_opt::<i32>())
+        .ok_or_else(|| missing(name))
+}
+
+/// A column of primitive type `T` (row ids, scores, distances).
+pub(crate) fn primitive_col<'b, T: ArrowPrimitiveType>(
+    b: &'b RecordBatch,
+    name: &str,
+) -> Result<&'b PrimitiveArray<T>> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<T>())
         .ok_or_else(|| missing(name))
 }
 

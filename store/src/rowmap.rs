@@ -37,7 +37,7 @@ use lance::Dataset;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Result, StoreError};
-use crate::read::{string_col, ts_at, MESSAGE_COLUMNS};
+use crate::read::{primitive_col, string_col, ts_at, MESSAGE_COLUMNS};
 use crate::schema::MESSAGES;
 use crate::store::{Store, StoreLock};
 
@@ -1063,12 +1063,7 @@ pub async fn build(store: &Store, _lock: &StoreLock) -> Result<RowMapStats> {
         .scan_in_order(true);
     let mut stream = scan.try_into_stream().await?;
     while let Some(b) = stream.try_next().await? {
-        let row_ids = b
-            .column_by_name("_rowid")
-            .and_then(|c| {
-                arrow_array::cast::AsArray::as_primitive_opt::<arrow_array::types::UInt64Type>(c)
-            })
-            .ok_or_else(|| corrupt("the scan returned no _rowid"))?;
+        let row_ids = primitive_col::<arrow_array::types::UInt64Type>(&b, "_rowid")?;
         let (session, id, role, agent, project, text) = (
             string_col(&b, "session_id")?,
             string_col(&b, "id")?,

@@ -4,14 +4,13 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, UInt64Type};
 use lance_index::scalar::FullTextSearchQuery;
 use serde::Serialize;
 
 use crate::error::{Result, StoreError};
 use crate::hydrate::{self, HitRow, RowMeta};
-use crate::read::session_rows;
+use crate::read::{primitive_col, session_rows};
 use crate::schema::{sql_str, MESSAGES, SESSIONS};
 use crate::store::Store;
 use crate::vectors;
@@ -298,14 +297,8 @@ async fn rank_fts(
     let (in_scope, batches) = futures::try_join!(ds.count_rows(Some(scope_filter)), ranked)?;
     let mut ranked: Vec<(u64, f32)> = Vec::new();
     for b in &batches {
-        let row_id = b
-            .column_by_name("_rowid")
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| StoreError::NotFound("no _rowid column in full-text results".into()))?;
-        let score = b
-            .column_by_name("_score")
-            .and_then(|c| c.as_primitive_opt::<Float32Type>())
-            .ok_or_else(|| StoreError::NotFound("no _score column in full-text results".into()))?;
+        let row_id = primitive_col::<UInt64Type>(b, "_rowid")?;
+        let score = primitive_col::<Float32Type>(b, "_score")?;
         ranked.extend((0..b.num_rows()).map(|i| (row_id.value(i), score.value(i))));
     }
     Ok((ranked, in_scope))

@@ -12,7 +12,6 @@ use std::sync::{Arc, LazyLock};
 use arrow_array::builder::{
     FixedSizeListBuilder, Float16Builder, StringBuilder, TimestampMillisecondBuilder, UInt64Builder,
 };
-use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, Float32Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -20,7 +19,7 @@ use futures::TryStreamExt;
 use lance_linalg::distance::MetricType;
 
 use crate::error::{Result, StoreError};
-use crate::read::{opt_str, string_col, ts_at, MESSAGE_COLUMNS};
+use crate::read::{opt_str, primitive_col, string_col, ts_at, MESSAGE_COLUMNS};
 use crate::schema::{sql_str, MESSAGES};
 use crate::search::SearchFilters;
 use crate::store::Store;
@@ -139,10 +138,7 @@ async fn embedded(store: &Store, model: &str) -> Result<HashSet<u64>> {
         .filter(&format!("model = {}", sql_str(model)))?;
     let mut stream = scan.try_into_stream().await?;
     while let Some(b) = stream.try_next().await? {
-        let ids = b
-            .column_by_name("row_id")
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| StoreError::NotFound("embeddings.row_id missing".into()))?;
+        let ids = primitive_col::<UInt64Type>(&b, "row_id")?;
         out.extend(ids.values().iter().copied());
     }
     Ok(out)
@@ -160,9 +156,10 @@ pub struct BackfillStats {
 }
 
 /// Embed every searchable message without a vector from `model`, `limit` at most (0: all):
-/// in chunks of `chunk_rows` ([`CHUNK_ROWS`] in production) sorted by text length, [`BATCH_TEXTS`] texts per call of
-/// `embed`, each chunk appended (committed) before the next, so a killed backfill resumes
-/// where it stopped. The caller holds the store's embedding lock.
+/// in chunks of `chunk_rows` ([`CHUNK_ROWS`] in production) sorted by text length,
+/// [`BATCH_TEXTS`] texts per call of `embed`, each chunk appended (committed) before the
+/// next, so a killed backfill resumes where it stopped. The caller holds the store's
+/// embedding lock.
 pub async fn backfill(
     store: &Store,
     model: &str,
@@ -172,6 +169,7 @@ pub async fn backfill(
     embed: &mut EmbedFn<'_>,
     progress: &mut (dyn FnMut(u64, u64) + Send),
 ) -> Result<BackfillStats> {
+    let chunk_rows = chunk_rows.max(1);
     let mut stats = BackfillStats::default();
     let Some(ds) = store.dataset(MESSAGES).await? else {
         return Ok(stats);
@@ -191,10 +189,7 @@ pub async fn backfill(
     loop {
         let next = stream.try_next().await?;
         if let Some(b) = &next {
-            let row_ids = b
-                .column_by_name("_rowid")
-                .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-                .ok_or_else(|| StoreError::NotFound("the scan returned no _rowid".into()))?;
+            let row_ids = primitive_col::<UInt64Type>(b, "_rowid")?;
             let (id, session, role, agent, project, text) = (
                 string_col(b, "id")?,
                 string_col(b, "session_id")?,
@@ -224,7 +219,7 @@ pub async fn backfill(
             }
         }
         let reached = limit > 0 && stats.embedded + chunk.len() as u64 >= limit;
-        if chunk.len() >= chunk_rows.max(1) || ((next.is_none() || reached) && !chunk.is_empty()) {
+        if chunk.len() >= chunk_rows || ((next.is_none() || reached) && !chunk.is_empty()) {
             let mut rows = std::mem::take(&mut chunk);
             rows.sort_by_key(|p| p.text.len());
             let mut out = Vec::with_capacity(rows.len());
@@ -290,14 +285,8 @@ pub async fn nearest(
     let (in_scope, batches) = futures::try_join!(ds.count_rows(Some(filter.clone())), ranked)?;
     let mut out = Vec::new();
     for b in &batches {
-        let ids = b
-            .column_by_name("row_id")
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| StoreError::NotFound("no row_id in vector results".into()))?;
-        let dist = b
-            .column_by_name("_distance")
-            .and_then(|c| c.as_primitive_opt::<Float32Type>())
-            .ok_or_else(|| StoreError::NotFound("no _distance in vector results".into()))?;
+        let ids = primitive_col::<UInt64Type>(b, "row_id")?;
+        let dist = primitive_col::<Float32Type>(b, "_distance")?;
         for i in 0..b.num_rows() {
             if dist.is_valid(i) {
                 out.push((ids.value(i), 1.0 - dist.value(i)));
