@@ -49,12 +49,25 @@ impl Env {
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().expect("run pond")
+        self.run_with(args, &[])
+    }
+
+    /// Run with extra environment variables.
+    pub fn run_with(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        self.cmd(args)
+            .envs(vars.iter().copied())
+            .output()
+            .expect("run pond")
     }
 
     /// Run and require success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
+        self.ok_with(args, &[])
+    }
+
+    /// [`Env::ok`] with extra environment variables.
+    pub fn ok_with(&self, args: &[&str], vars: &[(&str, &str)]) -> String {
+        let out = self.run_with(args, vars);
         assert!(
             out.status.success(),
             "pond {args:?} failed: {}\n{}",
@@ -65,13 +78,23 @@ impl Env {
     }
 
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
-        let s = self.ok(args);
+        self.json_with(args, &[])
+    }
+
+    /// [`Env::json`] with extra environment variables.
+    pub fn json_with(&self, args: &[&str], vars: &[(&str, &str)]) -> serde_json::Value {
+        let s = self.ok_with(args, vars);
         serde_json::from_str(&s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
     }
 
     /// Run and require failure; returns stderr.
     pub fn fails(&self, args: &[&str]) -> String {
-        let out = self.run(args);
+        self.fails_with(args, &[])
+    }
+
+    /// [`Env::fails`] with extra environment variables.
+    pub fn fails_with(&self, args: &[&str], vars: &[(&str, &str)]) -> String {
+        let out = self.run_with(args, vars);
         assert!(!out.status.success(), "pond {args:?} should fail");
         String::from_utf8_lossy(&out.stderr).into_owned()
     }

@@ -214,16 +214,8 @@ fn model_fetch_downloads_and_imports() {
     let hub = env.dir.path().join("hub");
     random_bert::write(&hub, Shape::tiny(), 5).unwrap();
     let endpoint = serve_folder("someone/tiny-e5", hub);
-    let out = env
-        .cmd(&["model", "fetch", "someone/tiny-e5"])
-        .env("POND_HF_ENDPOINT", &endpoint)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let hub = [("POND_HF_ENDPOINT", endpoint.as_str())];
+    env.ok_with(&["model", "fetch", "someone/tiny-e5"], &hub);
     let shown = env.ok(&["model", "show"]);
     assert!(
         shown.contains("\"name\": \"someone/tiny-e5\"") && shown.contains("\"query: \""),
@@ -231,13 +223,7 @@ fn model_fetch_downloads_and_imports() {
     );
     assert!(!env.store().join("model.download").exists());
     // A repo the hub does not have: a clear error, the imported model untouched.
-    let out = env
-        .cmd(&["model", "fetch", "someone/missing"])
-        .env("POND_HF_ENDPOINT", &endpoint)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = env.fails_with(&["model", "fetch", "someone/missing"], &hub);
     assert!(
         err.contains("404") && err.contains("pond model import"),
         "{err}"
@@ -249,16 +235,7 @@ fn model_fetch_downloads_and_imports() {
 fn the_vector_index_is_built_past_its_threshold_and_exact_text_is_still_found_first() {
     let env = generated_with_tiny_model(4000, 9);
     let threshold = [("POND_VECTOR_INDEX_MIN_ROWS", "500")];
-    let run = |args: &[&str]| -> Value {
-        let out = env.cmd(args).envs(threshold).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
-    let r = run(&["embed", "--json"]);
+    let r = env.json_with(&["embed", "--json"], &threshold);
     assert!(r["embedded"].as_u64().unwrap() > 500, "{r}");
     assert_eq!(r["vector_index"], "created", "{r}");
 
@@ -271,7 +248,7 @@ fn the_vector_index_is_built_past_its_threshold_and_exact_text_is_still_found_fi
         let v = search(&env, "vector", text);
         assert_eq!(v["sessions"][0]["hits"][0]["message_id"], row["id"], "{v}");
     }
-    let r = run(&["rebuild", "--vectors", "--json"]);
+    let r = env.json_with(&["rebuild", "--vectors", "--json"], &threshold);
     let steps = r["steps"].to_string();
     assert!(steps.contains("vector index: created"), "{r}");
 }

@@ -33,18 +33,12 @@ fn syncs_fixtures_and_is_idempotent() {
 fn default_homes_are_discovered() {
     let env = Env::new();
     let src = env.sources();
-    let out = env
-        .cmd(&["sync", "--json"])
-        .env("CLAUDE_CONFIG_DIR", src.join("claude"))
-        .env("CODEX_HOME", src.join("codex"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (claude, codex) = (src.join("claude"), src.join("codex"));
+    let homes = [
+        ("CLAUDE_CONFIG_DIR", claude.to_str().unwrap()),
+        ("CODEX_HOME", codex.to_str().unwrap()),
+    ];
+    let r = env.json_with(&["sync", "--json"], &homes);
     assert_eq!(r["files_new"], 5);
     let agents = env.sql_json(
         "SELECT source_agent, count(*) AS n FROM sessions GROUP BY source_agent ORDER BY source_agent",
