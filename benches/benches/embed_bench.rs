@@ -14,6 +14,8 @@
 use std::time::{Duration, Instant};
 
 use pond_benches::corpus::Rng;
+use pond_benches::report::r2;
+use pond_benches::work::num;
 use pond_benches::{report, work};
 use pond_embed::random_bert::{self, Shape};
 use pond_protocol::footprint;
@@ -23,14 +25,6 @@ use pond_supervisor::{JobOptions, WorkerCommand, Workers, WorkersConfig};
 use serde_json::json;
 
 const POND: &str = env!("CARGO_BIN_EXE_pond");
-
-fn num(name: &str, default: u64) -> u64 {
-    work::arg(name).map_or(default, |v| v.replace('_', "").parse().expect(name))
-}
-
-fn r2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
 
 fn mib(kib: u64) -> f64 {
     r2(kib as f64 / 1024.0)

@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use pond_benches::corpus::Rng;
+use pond_benches::report::r2;
 use pond_benches::{report, work};
 use pond_store::hydrate;
 use pond_store::search::{search, SearchFilters, SearchMode, SearchRequest, SortBy};
@@ -16,9 +17,7 @@ use pond_store::{Store, StoreConfig};
 use serde_json::json;
 
 fn main() {
-    let messages: u64 = work::arg("--messages").map_or(100_000, |m| {
-        m.replace('_', "").parse().expect("--messages N")
-    });
+    let messages = work::num("--messages", 100_000);
     let queries: usize = work::arg("--queries").map_or(200, |q| q.parse().expect("--queries Q"));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -81,7 +80,6 @@ fn main() {
                 assert_eq!(texts.len(), ids.len());
             }
         }
-        let r2 = |x: f64| (x * 100.0).round() / 100.0;
         json!({
             "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
             "messages": counts.messages,

@@ -29,7 +29,6 @@ use pond_benches::corpus::Rng;
 use pond_benches::{report, work};
 use pond_embed::{Embedder, TextKind};
 use pond_protocol::job::BackfillRequest;
-use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::Job;
 use pond_store::search::{
     fuse, search, Fusion, QueryVector, SearchFilters, SearchMode, SearchRequest, SortBy,
@@ -62,20 +61,11 @@ async fn store(corpus: &std::path::Path, model: &std::path::Path) -> Arc<Store> 
             .unwrap_or_default()
     };
     let dir = work::work_dir().join(format!("hybrid-store-{}-{}", label(corpus), label(model)));
-    let ready = dir.join(".complete");
+    let dir = work::synced_store_of(corpus, dir).await;
+    // The sync marks the store `.complete`; the embedding is done once `.embedded` exists.
+    let ready = dir.join(".embedded");
     if !ready.exists() {
-        let _ = std::fs::remove_dir_all(&dir);
         let store = Arc::new(Store::open(&dir, StoreConfig::default()).expect("open store"));
-        let req = SyncRequest {
-            sources: vec![SyncSource {
-                agent: None,
-                path: corpus.to_owned(),
-            }],
-            skip_index: false,
-        };
-        pond_workers::sync::run(&store, &req, &mut |_| {})
-            .await
-            .expect("sync");
         pond_embed::import(model, &store.model_dir(), &label(model), None).expect("import");
         let t = std::time::Instant::now();
         let out = Jobs::new(store.clone())
@@ -245,9 +235,9 @@ fn main() {
     let corpus = match work::arg("--corpus") {
         Some(dir) => PathBuf::from(dir),
         None => {
-            let n = work::arg("--messages")
-                .map_or(20_000, |v| v.replace('_', "").parse().expect("--messages"));
-            work::corpus(n).expect("corpus").0
+            work::corpus(work::num("--messages", 20_000))
+                .expect("corpus")
+                .0
         }
     };
     let figures = rt.block_on(async {

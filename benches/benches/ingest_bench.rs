@@ -44,10 +44,7 @@ async fn bench(
         format!("{label}_mib"),
         json!((r.bytes_read as f64 / (1 << 20) as f64).round()),
     );
-    figures.insert(
-        format!("{label}_sync_s"),
-        json!((secs * 100.0).round() / 100.0),
-    );
+    figures.insert(format!("{label}_sync_s"), json!(report::r2(secs)));
     figures.insert(
         format!("{label}_messages_per_s"),
         json!((r.messages_added as f64 / secs).round()),
@@ -67,9 +64,7 @@ async fn bench(
 }
 
 fn main() {
-    let messages: u64 = work::arg("--messages").map_or(100_000, |m| {
-        m.replace('_', "").parse().expect("--messages N")
-    });
+    let messages = work::num("--messages", 100_000);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

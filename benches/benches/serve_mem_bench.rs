@@ -33,7 +33,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pond_benches::corpus::Rng;
+use pond_benches::report::r2;
 use pond_benches::standin::StandIn;
+use pond_benches::work::num;
 use pond_benches::{report, work};
 use pond_embed::random_bert::{self, Shape};
 use pond_protocol::footprint;
@@ -59,16 +61,8 @@ const PHASES: &[&str] = &[
     "idle_workers_exited",
 ];
 
-fn num(name: &str, default: u64) -> u64 {
-    work::arg(name).map_or(default, |v| v.replace('_', "").parse().expect(name))
-}
-
 fn mib(kib: u64) -> f64 {
     (kib as f64 / 102.4).round() / 10.0
-}
-
-fn r2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 /// The serving store: the synced store copied, the model imported, stand-in vectors and

@@ -18,6 +18,8 @@
 use std::time::{Duration, Instant};
 
 use pond_benches::corpus::Rng;
+use pond_benches::report::r2;
+use pond_benches::work::num;
 use pond_benches::{report, work};
 use pond_protocol::footprint;
 use pond_protocol::{Job, WorkerKind};
@@ -32,19 +34,11 @@ use front::{Front, SQL};
 
 const POND: &str = env!("CARGO_BIN_EXE_pond");
 
-fn num(name: &str, default: u64) -> u64 {
-    work::arg(name).map_or(default, |v| v.replace('_', "").parse().expect(name))
-}
-
 fn config(store: &std::path::Path) -> WorkersConfig {
     WorkersConfig::new(WorkerCommand {
         exe: POND.into(),
         args: vec!["--store".into(), store.into()],
     })
-}
-
-fn r2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 async fn ipc(store: &std::path::Path, spawns: u64, pings: u64) -> Value {

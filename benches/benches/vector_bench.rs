@@ -20,6 +20,7 @@ use lance_index::vector::ivf::IvfBuildParams;
 use lance_index::vector::sq::builder::SQBuildParams;
 use lance_linalg::distance::MetricType;
 use pond_benches::corpus::Rng;
+use pond_benches::report::r2;
 use pond_benches::standin::{StandIn, DIMS};
 use pond_benches::{report, work};
 use pond_store::search::SearchFilters;
@@ -43,9 +44,7 @@ fn dir_bytes(p: &std::path::Path) -> u64 {
 }
 
 fn main() {
-    let n = work::arg("--vectors").map_or(100_000, |v| {
-        v.replace('_', "").parse().expect("--vectors N")
-    });
+    let n = work::num("--vectors", 100_000);
     let queries: usize = work::arg("--queries").map_or(200, |q| q.parse().expect("--queries Q"));
     let dir = work::work_dir().join(format!("vector-bench-{n}"));
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -120,7 +119,7 @@ fn main() {
             "dims": DIMS,
             "vector_type": "f16, stand-in (clustered random)",
             "queries": queries,
-            "exact_p50_ms": (report::percentile(&mut exact_lat, 50.0) * 100.0).round() / 100.0,
+            "exact_p50_ms": r2(report::percentile(&mut exact_lat, 50.0)),
             "exact_footprint_growth_mib": exact_grow >> 10,
         });
         let partitions = ((n as f64).sqrt() as usize).clamp(1, 4096);
@@ -188,7 +187,7 @@ fn main() {
             );
             o.insert(
                 format!("{name}_index_mib"),
-                json!((size as f64 / 1048576.0 * 100.0).round() / 100.0),
+                json!(r2(size as f64 / 1048576.0)),
             );
             o.insert(
                 format!("{name}_recall_at_10"),
@@ -196,11 +195,11 @@ fn main() {
             );
             o.insert(
                 format!("{name}_p50_ms"),
-                json!((report::percentile(&mut lat, 50.0) * 100.0).round() / 100.0),
+                json!(r2(report::percentile(&mut lat, 50.0))),
             );
             o.insert(
                 format!("{name}_p95_ms"),
-                json!((report::percentile(&mut lat, 95.0) * 100.0).round() / 100.0),
+                json!(r2(report::percentile(&mut lat, 95.0))),
             );
             o.insert(format!("{name}_footprint_growth_mib"), json!(grow >> 10));
         }

@@ -25,6 +25,11 @@ pub fn print(bench: &str, figures: &Value) {
     }
 }
 
+/// `x` rounded to two decimals, for the JSON line.
+pub fn r2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
 /// The p-th percentile (0..=100) of unsorted samples, in the samples' unit.
 pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
     if samples.is_empty() {

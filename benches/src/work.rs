@@ -15,6 +15,15 @@ pub fn arg(name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
+/// `--name N` as a number (`2_100_000` allowed), or `default`.
+pub fn num(name: &str, default: u64) -> u64 {
+    arg(name).map_or(default, |v| {
+        v.replace('_', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} takes a number, not {v:?}"))
+    })
+}
+
 /// Whether the flag `name` was given.
 pub fn flag(name: &str) -> bool {
     std::env::args().any(|a| a == name)
