@@ -188,6 +188,9 @@ enum Command {
         /// Byte budget of the page
         #[arg(long, default_value_t = get::DEFAULT_PAGE_BYTES)]
         max_bytes: usize,
+        /// Also list the parent's messages a subagent session replays at its start
+        #[arg(long)]
+        include_replayed: bool,
         #[arg(long)]
         json: bool,
     },
@@ -447,6 +450,12 @@ async fn run(cli: Cli) -> Result<()> {
             if json {
                 print_json(&report)
             } else {
+                if report.rederived {
+                    println!(
+                        "upgraded: sessions, messages and parts re-derived from the stored lines ({} second spellings of file paths merged)",
+                        report.paths_repaired
+                    );
+                }
                 for (step, ms) in &report.steps {
                     println!("rebuilt {step} in {:.1} s", *ms as f64 / 1000.0);
                 }
@@ -532,6 +541,7 @@ async fn run(cli: Cli) -> Result<()> {
             after,
             before,
             max_bytes,
+            include_replayed,
             json,
         } => {
             let req = PageRequest {
@@ -543,6 +553,7 @@ async fn run(cli: Cli) -> Result<()> {
                 after,
                 before,
                 max_bytes,
+                include_replayed,
             };
             let page = get::get_session(&store, &id, &req).await?;
             emit(json, &page, render::session_page)

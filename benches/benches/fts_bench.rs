@@ -74,7 +74,7 @@ fn main() {
             for (source, out) in [(Some(&mapped), &mut from_map), (None, &mut from_lance)] {
                 let t = Instant::now();
                 let metas = hydrate::metas(&ds, source, &ids).await.unwrap();
-                let rows: Vec<_> = metas.iter().collect();
+                let rows: Vec<_> = metas.iter().flatten().collect();
                 let texts = hydrate::texts(&ds, source, &rows).await.unwrap();
                 out.push(t.elapsed().as_secs_f64() * 1000.0);
                 assert_eq!(texts.len(), ids.len());

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use crate::discover::SourceFile;
-use crate::model::{FileBatch, MessageRow, PartRow, Role, AGENT_CLAUDE, AGENT_CLAUDE_SUBAGENT};
+use crate::model::{
+    FileBatch, MessageRow, Origin, PartRow, Role, AGENT_CLAUDE, AGENT_CLAUDE_SUBAGENT,
+};
 use crate::reader::Common;
 use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_field};
 
@@ -99,6 +101,17 @@ impl ClaudeParser {
 
     fn message_row(&self, c: &Common, line_no: u64, ts: i64, v: &Value, role: Role) -> MessageRow {
         let id = str_field(v, "uuid").unwrap_or_else(|| format!("{}:{line_no}", c.session.id));
+        let origin = if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            Origin::Sidechain
+        } else if v
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s != c.session.id)
+        {
+            Origin::Copied
+        } else {
+            Origin::Own
+        };
         MessageRow {
             session_id: c.session.id.clone(),
             id,
@@ -110,6 +123,7 @@ impl ClaudeParser {
             model: None,
             source_path: c.path.clone(),
             source_line: line_no,
+            origin,
         }
     }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use crate::discover::SourceFile;
-use crate::model::{FileBatch, MessageRow, PartRow, Role, AGENT_CODEX};
+use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role, AGENT_CODEX};
 use crate::reader::Common;
 use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_field};
 
@@ -134,6 +134,8 @@ impl CodexParser {
             model: None,
             source_path: c.path.clone(),
             source_line: line_no,
+            // Ids are `<session>:<line>`: no other session holds them.
+            origin: Origin::Own,
         }
     }
 

@@ -5,6 +5,7 @@
 //! session). Codex: `<home>/sessions/YYYY/MM/DD/rollout-*.jsonl` and `<home>/archived_sessions/`.
 //! Prompt indexes (`history.jsonl`, `session_index.jsonl`) are not transcripts and are ignored.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Which client wrote a file. `None` in a [`SourceFile`] means: sniff the content.
@@ -43,7 +44,7 @@ pub struct SourceFile {
 
 const NOT_TRANSCRIPTS: &[&str] = &["history.jsonl", "session_index.jsonl"];
 
-/// Every `.jsonl` under `root` (sorted, links not followed), minus prompt indexes.
+/// Every `.jsonl` under `root` (links not followed), minus prompt indexes.
 fn jsonl_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -67,11 +68,12 @@ fn jsonl_files(root: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    out.sort();
     out
 }
 
-fn classify(path: PathBuf, kind: Option<SourceKind>) -> SourceFile {
+/// A file at `path` as discovery describes it: whether it is a Claude subagent's, and its
+/// parent session when the layout names it.
+pub fn classify(path: PathBuf, kind: Option<SourceKind>) -> SourceFile {
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -102,21 +104,38 @@ fn classify(path: PathBuf, kind: Option<SourceKind>) -> SourceFile {
     }
 }
 
-/// Files under `dir`. With a kind, the folder may be the client's home (`~/.claude`,
-/// `~/.codex`) or any folder of its files; without one, each file's format is sniffed.
+/// Files under `dir`, or `dir` itself when it is a file. With a kind, the folder may be the
+/// client's home (`~/.claude`, `~/.codex`) or any folder of its files; without one, each
+/// file's format is sniffed.
+///
+/// Paths are canonical (absolute, symlinks resolved): a path is a file's identity in the
+/// store, so one file reached as `./x`, `/abs/x` or through a symlinked home is one file.
+/// Session files come before subagent files (each group in byte order of its paths), so
+/// a parent's lines are stored before the subagent files that replay them.
 pub fn discover(dir: &Path, kind: Option<SourceKind>) -> Vec<SourceFile> {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return Vec::new();
+    };
+    if dir.is_file() {
+        return vec![classify(dir, kind)];
+    }
     let roots: Vec<PathBuf> = match kind {
         Some(SourceKind::ClaudeCode) if dir.join("projects").is_dir() => vec![dir.join("projects")],
         Some(SourceKind::Codex) if dir.join("sessions").is_dir() => {
             vec![dir.join("sessions"), dir.join("archived_sessions")]
         }
-        _ => vec![dir.to_path_buf()],
+        _ => vec![dir],
     };
-    roots
+    let mut files: Vec<SourceFile> = roots
         .iter()
         .flat_map(|r| jsonl_files(r))
         .map(|p| classify(p, kind))
-        .collect()
+        .collect();
+    files.sort_by(|a, b| {
+        (a.is_subagent, a.path.as_os_str().as_bytes())
+            .cmp(&(b.is_subagent, b.path.as_os_str().as_bytes()))
+    });
+    files
 }
 
 /// The default homes: `$CLAUDE_CONFIG_DIR` or `~/.claude`, `$CODEX_HOME` or `~/.codex`.
@@ -165,6 +184,30 @@ mod tests {
             .unwrap();
         assert!(old.is_subagent);
         assert_eq!(old.parent_session, None);
+        // The session file comes before the subagents that replay its lines.
+        assert!(files[0].path.ends_with("S1.jsonl"), "{files:?}");
+    }
+
+    #[test]
+    fn paths_are_canonical_whatever_the_spelling() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        std::fs::create_dir_all(real.join("p")).unwrap();
+        std::fs::write(real.join("p/s.jsonl"), "{}\n").unwrap();
+        std::os::unix::fs::symlink(&real, d.path().join("link")).unwrap();
+        let canonical = std::fs::canonicalize(real.join("p/s.jsonl")).unwrap();
+        for spelling in [
+            real.clone(),
+            d.path().join("link"),
+            d.path().join("real/p/../p/.."),
+            real.join("p/s.jsonl"),
+            d.path().join("link/p/s.jsonl"),
+        ] {
+            let files = discover(&spelling, None);
+            assert_eq!(files.len(), 1, "{spelling:?}");
+            assert_eq!(files[0].path, canonical, "{spelling:?}");
+        }
+        assert!(discover(&d.path().join("missing"), None).is_empty());
     }
 
     #[test]

@@ -21,5 +21,5 @@ mod tests;
 mod text;
 
 pub use discover::{discover, SourceFile, SourceKind};
-pub use model::{FileBatch, MessageRow, PartRow, RecordRow, Role, SessionRow, Skip};
+pub use model::{FileBatch, MessageRow, Origin, PartRow, RecordRow, Role, SessionRow, Skip};
 pub use reader::{read_file, FileCursor, ReadOutcome};

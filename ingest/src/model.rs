@@ -35,6 +35,41 @@ impl Role {
     }
 }
 
+/// How strongly a message line claims to be the original of its message id, when the same
+/// id occurs in more than one session (Claude Code subagent files replay the parent's lines;
+/// a resumed session's file copies the earlier session's lines). Lower claims first: of all
+/// the occurrences of an id, the one with the lowest `(origin, session)` owns the message
+/// (it alone is searchable, and `get-message` resolves to it); the others are stored as
+/// replayed copies in their own sessions. See `pond_store::writer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// A session's own line: written in its own main file (or the client has no replays).
+    Own,
+    /// A main file's line that names another session (`sessionId`): a copy a resumed
+    /// session's file carries of its predecessor's lines.
+    Copied,
+    /// A sidechain line (`isSidechain`): a subagent's file, which may open by replaying its
+    /// parent's lines.
+    Sidechain,
+}
+
+impl Origin {
+    pub const ALL: [Origin; 3] = [Origin::Own, Origin::Copied, Origin::Sidechain];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Own => "own",
+            Origin::Copied => "copied",
+            Origin::Sidechain => "sidechain",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Origin> {
+        Origin::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+}
+
 /// The agent that wrote a session.
 pub const AGENT_CLAUDE: &str = "claude-code";
 pub const AGENT_CLAUDE_SUBAGENT: &str = "claude-code/subagent";
@@ -100,6 +135,8 @@ pub struct MessageRow {
     pub model: Option<String>,
     pub source_path: String,
     pub source_line: u64,
+    /// The line's claim to be the original of `id` (see [`Origin`]).
+    pub origin: Origin,
 }
 
 /// One content block of a message.

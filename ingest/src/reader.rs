@@ -268,6 +268,8 @@ struct Pass<'a> {
     common: Common,
     parser: Option<Parser>,
     batch: FileBatch,
+    /// Lines stored as records in this pass (drained batches included).
+    records: u64,
 }
 
 impl<'a> Pass<'a> {
@@ -293,6 +295,7 @@ impl<'a> Pass<'a> {
             common,
             parser: None,
             batch: FileBatch::default(),
+            records: 0,
         };
         if let Some(k) = kind {
             pass.start_parser(k);
@@ -360,6 +363,7 @@ impl<'a> Pass<'a> {
         };
         let session_id =
             (!self.common.session.id.is_empty()).then(|| self.common.session.id.clone());
+        self.records += 1;
         self.batch.records.push(RecordRow {
             source_path: self.common.path.clone(),
             line: line_no,
@@ -370,7 +374,31 @@ impl<'a> Pass<'a> {
         });
     }
 
+    /// Name the tool results whose call came later in the file (Claude Code sometimes
+    /// writes a result's line before its call's).
+    fn name_late_results(&mut self) {
+        let calls: std::collections::HashMap<&str, &str> = self
+            .batch
+            .parts
+            .iter()
+            .filter(|p| p.part_type == "tool_call")
+            .filter_map(|p| Some((p.call_id.as_deref()?, p.tool_name.as_deref()?)))
+            .collect();
+        let named: Vec<(usize, String)> = self
+            .batch
+            .parts
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.part_type == "tool_result" && p.tool_name.is_none())
+            .filter_map(|(i, p)| Some((i, calls.get(p.call_id.as_deref()?)?.to_string())))
+            .collect();
+        for (i, name) in named {
+            self.batch.parts[i].tool_name = Some(name);
+        }
+    }
+
     fn finish(mut self, cursor: &mut FileCursor) -> FileBatch {
+        self.name_late_results();
         cursor.format = match &self.parser {
             Some(Parser::Claude(_)) => Some(SourceKind::ClaudeCode.as_str().into()),
             Some(Parser::Codex(_)) => Some(SourceKind::Codex.as_str().into()),
@@ -387,11 +415,52 @@ impl<'a> Pass<'a> {
         cursor.project.clone_from(&s.project);
         cursor.last_ts = self.common.last_ts;
         // A file with no recognisable session keeps its records (session_id null) only.
-        if !s.id.is_empty() && self.parser.is_some() && !self.batch.records.is_empty() {
+        if !s.id.is_empty() && self.parser.is_some() && self.records > 0 {
             s.source_agent = source_agent.to_owned();
             self.batch.sessions.push(std::mem::take(s));
         }
         self.batch
+    }
+}
+
+/// Parses lines a store already holds (its `records`), in line order, with the same parsers
+/// and state as [`read_file`]: how a store re-derives its sessions, messages and parts
+/// without the source file. The rows come out in batches ([`LineParser::drain`]), so a
+/// long file is never held whole; records are not repeated (the caller has them).
+pub struct LineParser<'a> {
+    pass: Pass<'a>,
+    cursor: FileCursor,
+}
+
+impl<'a> LineParser<'a> {
+    /// `format` is the stored cursor's (`claude-code`, `codex`), `None` to sniff again;
+    /// `mtime_ns` the stored file time (the timestamp of messages that carry none).
+    pub fn new(file: &'a SourceFile, format: Option<&str>, mtime_ns: i64) -> LineParser<'a> {
+        let cursor = FileCursor {
+            format: format.map(str::to_owned),
+            ..FileCursor::default()
+        };
+        LineParser {
+            pass: Pass::new(file, &cursor, mtime_ns / 1_000_000),
+            cursor,
+        }
+    }
+
+    /// One stored line: its 1-based number, byte offset and text.
+    pub fn line(&mut self, line_no: u64, offset: u64, text: &str) {
+        self.pass
+            .line(line_no, offset, text.as_bytes(), text.len() + 1);
+        self.pass.batch.records.clear();
+    }
+
+    /// The rows parsed so far (without the session row, which [`LineParser::finish`] gives).
+    pub fn drain(&mut self) -> FileBatch {
+        std::mem::take(&mut self.pass.batch)
+    }
+
+    /// The remaining rows and the file's session row.
+    pub fn finish(mut self) -> FileBatch {
+        self.pass.finish(&mut self.cursor)
     }
 }
 

@@ -319,3 +319,102 @@ fn parts_follow_their_messages_in_order() {
         "every part belongs to the message before it"
     );
 }
+
+#[test]
+fn each_line_says_how_it_claims_its_message() {
+    use crate::model::Origin;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/replays/projects");
+    let mut all = crate::FileBatch::default();
+    for f in discover(&root, Some(SourceKind::ClaudeCode)) {
+        all.append(read_file(&f, None).batch);
+    }
+    let origin = |session: &str, id: &str| {
+        all.messages
+            .iter()
+            .find(|m| m.session_id.starts_with(session) && m.id == id)
+            .map(|m| m.origin)
+    };
+    // A session's own line; the compaction agent's replay of it, and its own work.
+    assert_eq!(
+        origin("aaaaaaaa-0000-4000-8000-000000000001", "p-u1"),
+        Some(Origin::Own)
+    );
+    assert_eq!(
+        origin("agent-acompact-1111", "p-u1"),
+        Some(Origin::Sidechain)
+    );
+    assert_eq!(
+        origin("agent-acompact-1111", "k-u1"),
+        Some(Origin::Sidechain)
+    );
+    // A resumed session's copy names the first session; its own lines are its own.
+    assert_eq!(
+        origin("aaaaaaaa-0000-4000-8000-0000000000b0", "r-u1"),
+        Some(Origin::Copied)
+    );
+    assert_eq!(
+        origin("aaaaaaaa-0000-4000-8000-0000000000b0", "r-u2"),
+        Some(Origin::Own)
+    );
+    assert_eq!(
+        origin("aaaaaaaa-0000-4000-8000-0000000000a0", "r-u1"),
+        Some(Origin::Own)
+    );
+    // Discovery reads session files before the subagent files that replay them.
+    let files = discover(&root, Some(SourceKind::ClaudeCode));
+    let first_sub = files.iter().position(|f| f.is_subagent).unwrap();
+    assert!(files[..first_sub].iter().all(|f| !f.is_subagent));
+    assert!(files[first_sub..].iter().all(|f| f.is_subagent));
+}
+
+#[test]
+fn stored_lines_parse_as_the_file_did() {
+    use crate::reader::LineParser;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    for f in discover(&root, None) {
+        let out = read_file(&f, None);
+        // What the reader knew when it started: the kind discovery gave (none: sniffed).
+        let mut p = LineParser::new(&f, f.kind.map(SourceKind::as_str), out.cursor.mtime_ns);
+        let mut again = crate::FileBatch::default();
+        for (i, r) in out.batch.records.iter().enumerate() {
+            p.line(r.line, r.byte_offset, &r.raw);
+            if i % 3 == 0 {
+                again.append(p.drain());
+            }
+        }
+        again.append(p.finish());
+        assert_eq!(again.messages, out.batch.messages, "{:?}", f.path);
+        assert_eq!(again.parts, out.batch.parts, "{:?}", f.path);
+        assert_eq!(again.sessions, out.batch.sessions, "{:?}", f.path);
+        assert!(again.records.is_empty());
+    }
+}
+
+#[test]
+fn a_result_written_before_its_call_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("s.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            r#"{"type":"user","uuid":"r","sessionId":"s","timestamp":"2026-01-01T00:00:01Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"c","sessionId":"s","timestamp":"2026-01-01T00:00:01Z","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Edit","input":{}}]}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let f = SourceFile {
+        path,
+        kind: Some(SourceKind::ClaudeCode),
+        parent_session: None,
+        is_subagent: false,
+    };
+    let b = read_file(&f, None).batch;
+    let result = b
+        .parts
+        .iter()
+        .find(|p| p.part_type == "tool_result")
+        .unwrap();
+    assert_eq!(result.tool_name.as_deref(), Some("Edit"));
+}

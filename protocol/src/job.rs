@@ -164,6 +164,10 @@ pub struct RebuildReport {
     pub unindexed_rows: u64,
     /// The row map's size, if it was rebuilt.
     pub rowmap_bytes: u64,
+    /// Second spellings of file paths merged, and whether sessions, messages and parts
+    /// were re-derived from the stored lines first (an upgrade or a repair).
+    pub paths_repaired: u64,
+    pub rederived: bool,
     pub elapsed_ms: u64,
     /// The worker's peak resident memory (VmHWM), KiB.
     pub peak_kib: u64,
@@ -222,7 +226,7 @@ pub struct BackfillReport {
 pub enum Output {
     Pong,
     Sql(SqlOutput),
-    Sync(SyncReport),
+    Sync(Box<SyncReport>),
     Rebuild(RebuildReport),
     Vectors(Vectors),
     Backfill(BackfillReport),
@@ -322,7 +326,7 @@ mod tests {
         let mut report = SyncReport::default();
         report.skipped_by_reason.insert("malformed JSON".into(), 3);
         for outcome in [
-            Ok(Output::Sync(report)),
+            Ok(Output::Sync(Box::new(report))),
             Ok(Output::Rebuild(RebuildReport {
                 steps: vec![("full-text index".into(), 12)],
                 ..RebuildReport::default()

@@ -53,6 +53,18 @@ pub struct SyncReport {
     pub records_added: u64,
     pub duplicate_messages: u64,
     pub duplicate_records: u64,
+    /// Message lines stored as replayed copies of messages another session owns (a
+    /// subagent replaying its parent, a resumed session copying its predecessor).
+    pub replayed_messages: u64,
+    /// Stored owners turned into copies because a line with a better claim arrived (a
+    /// parent read after its subagent).
+    pub demoted_messages: u64,
+    /// Second spellings of a file's path found and merged into its canonical path.
+    pub paths_repaired: u64,
+    /// Whether sessions, messages and parts were re-derived from the stored lines (an
+    /// upgrade from an older pond's store, or after a path repair), and from how many files.
+    pub rederived: bool,
+    pub rederived_files: u64,
     pub skipped: u64,
     /// Skips counted by the kind of reason ("malformed JSON", "empty line", ...).
     pub skipped_by_reason: BTreeMap<String, u64>,

@@ -25,6 +25,9 @@ pub enum StoreError {
     /// A derived file (the row map) is damaged; rebuilding it fixes this.
     #[error("{0}")]
     Corrupt(String),
+    /// The store was written by an older pond; `pond rebuild` (or a sync) upgrades it.
+    #[error("the store at {0} was written by an older pond (one row per message id); run `pond rebuild` or `pond sync` to upgrade it")]
+    Outdated(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;

@@ -1,8 +1,12 @@
 //! Get: a session page by page, or one message with its parts and neighbours.
 //!
-//! A session's messages are ordered by (timestamp, row id): time, then the order they were
-//! stored in, which follows each file's lines. Pages never split a message; a message longer
-//! than the page budget is shortened with a note saying how to read it whole (`get-message`).
+//! A session's messages are ordered by (timestamp, source line, row id): time, then the
+//! order of the file's lines. Pages never split a message; a message longer than the page
+//! budget is shortened with a note saying how to read it whole (`get-message`).
+//!
+//! A subagent's file may open by replaying its parent's lines (Claude Code's compaction and
+//! side-question agents do): those rows are replayed copies of messages the parent owns, and
+//! a page leaves them out unless asked (`include_replayed`), saying how many it left out.
 
 use std::collections::HashMap;
 
@@ -12,9 +16,10 @@ use crate::error::{Result, StoreError};
 use lance::Dataset;
 
 use crate::read::{bool_at, opt_str, scan_all, session_rows, string_col, ts_at, u32_at, u64_at};
-use crate::schema::{sql_str, MESSAGES, PARTS, SESSIONS};
+use crate::schema::{sql_str, PARTS, SESSIONS};
 use crate::search::floor_char;
 use crate::store::Store;
+use pond_ingest::Origin;
 
 /// Default byte budget of one rendered page.
 pub const DEFAULT_PAGE_BYTES: usize = 24 * 1024;
@@ -58,6 +63,9 @@ pub struct MessageView {
     pub omitted_bytes: usize,
     pub source_path: String,
     pub source_line: u64,
+    /// A copy of a message another session owns (a replayed or copied line).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartView>,
 }
@@ -66,6 +74,9 @@ pub struct MessageView {
 pub struct SessionPage {
     pub session: SessionInfo,
     pub total_messages: usize,
+    /// Replayed context left out of the session's messages (a subagent's copy of its
+    /// parent's lines); `include_replayed` shows it.
+    pub replayed_hidden: usize,
     pub messages: Vec<MessageView>,
     /// Id to pass as `before` for the previous page, if there is one.
     pub more_before: Option<String>,
@@ -97,6 +108,8 @@ pub struct PageRequest {
     pub after: Option<String>,
     pub before: Option<String>,
     pub max_bytes: usize,
+    /// List a subagent's replayed copy of its parent's lines too.
+    pub include_replayed: bool,
 }
 
 /// One row of a session's message list: what ordering and paging need. The rest
@@ -105,8 +118,19 @@ struct Entry {
     row_id: u64,
     id: String,
     timestamp: i64,
+    source_line: u64,
     role: String,
+    origin: Origin,
+    replayed: bool,
     detail: Option<Detail>,
+}
+
+impl Entry {
+    /// A sidechain's replayed copy of lines another session owns: a subagent's context,
+    /// not its work.
+    fn replayed_context(&self) -> bool {
+        self.replayed && self.origin == Origin::Sidechain
+    }
 }
 
 #[derive(Default)]
@@ -137,9 +161,9 @@ async fn session_info(store: &Store, id: &str) -> Result<SessionInfo> {
     })
 }
 
-/// All messages of a session in (timestamp, row id) order, light fields only (bounded by one
-/// session's size). Rows the row map covers come from its session entry; rows newer than
-/// the map (or all, without a usable map) from a scan of `messages`.
+/// All messages of a session in (timestamp, source line, row id) order, light fields only
+/// (bounded by one session's size). Rows the row map covers come from its session entry;
+/// rows newer than the map (or all, without a usable map) from a scan of `messages`.
 async fn session_entries(store: &Store, ds: &Dataset, session_id: &str) -> Result<Vec<Entry>> {
     let mapped = store.mapped(ds);
     let mut out = Vec::new();
@@ -151,7 +175,10 @@ async fn session_entries(store: &Store, ds: &Dataset, session_id: &str) -> Resul
                     row_id: r.row_id,
                     id: r.message_id.into_owned(),
                     timestamp: r.timestamp,
+                    source_line: r.source_line,
                     role: r.role.to_owned(),
+                    origin: r.origin,
+                    replayed: r.replayed,
                     detail: None,
                 });
             }
@@ -161,7 +188,14 @@ async fn session_entries(store: &Store, ds: &Dataset, session_id: &str) -> Resul
     if delta.as_ref().is_none_or(|d| !d.is_empty()) {
         let mut scan = ds.scan();
         scan.with_row_id()
-            .project(&["id", "timestamp", "role"])?
+            .project(&[
+                "id",
+                "timestamp",
+                "role",
+                "source_line",
+                "origin",
+                "replayed",
+            ])?
             .filter(&format!("session_id = {}", sql_str(session_id)))?;
         if let Some(fragments) = delta {
             scan.with_fragments(fragments);
@@ -170,18 +204,22 @@ async fn session_entries(store: &Store, ds: &Dataset, session_id: &str) -> Resul
         while let Some(b) = futures::TryStreamExt::try_next(&mut stream).await? {
             let id = string_col(&b, "id")?;
             let role = string_col(&b, "role")?;
+            let origin = string_col(&b, "origin")?;
             for i in 0..b.num_rows() {
                 out.push(Entry {
                     row_id: u64_at(&b, "_rowid", i)?,
                     id: id.value(i).to_owned(),
                     timestamp: ts_at(&b, "timestamp", i)?.unwrap_or_default(),
+                    source_line: u64_at(&b, "source_line", i)?,
                     role: role.value(i).to_owned(),
+                    origin: Origin::parse(origin.value(i)).unwrap_or(Origin::Own),
+                    replayed: bool_at(&b, "replayed", i)? == Some(true),
                     detail: None,
                 });
             }
         }
     }
-    out.sort_by_key(|e| (e.timestamp, e.row_id));
+    out.sort_by_key(|e| (e.timestamp, e.source_line, e.row_id));
     Ok(out)
 }
 
@@ -350,6 +388,7 @@ fn view(
         omitted_bytes: omitted,
         source_path: detail.map(|d| d.source_path.clone()).unwrap_or_default(),
         source_line: detail.map_or(0, |d| d.source_line),
+        replayed: entry.replayed,
         parts,
     }
 }
@@ -380,8 +419,12 @@ pub async fn get_session(
         req.max_bytes
     };
     let session = session_info(store, session_id).await?;
-    let ds = store.require(MESSAGES).await?;
+    let ds = store.messages().await?;
     let mut entries = session_entries(store, &ds, session_id).await?;
+    let listed = entries.len();
+    if !req.include_replayed {
+        entries.retain(|e| !e.replayed_context());
+    }
     let total = entries.len();
 
     // The window [lo, hi) before the byte budget is applied, and which end to fill from.
@@ -428,25 +471,33 @@ pub async fn get_session(
     if from_end {
         shown.reverse();
     }
-    let first = shown.first().map_or(lo, |m| m.position);
-    let last = shown.last().map_or(lo, |m| m.position + 1);
+    // An empty page (asked for what follows the last message, or precedes the first) has
+    // nothing to continue from.
+    let (more_before, more_after) = match (shown.first(), shown.last()) {
+        (Some(first), Some(last)) => (
+            (first.position > 0).then(|| first.id.clone()),
+            (last.position + 1 < total).then(|| last.id.clone()),
+        ),
+        _ => (None, None),
+    };
     Ok(SessionPage {
         session,
         total_messages: total,
-        more_before: (first > 0).then(|| entries[first].id.clone()),
-        more_after: (last < total).then(|| entries[last - 1].id.clone()),
+        replayed_hidden: listed - total,
+        more_before,
+        more_after,
         messages: shown,
     })
 }
 
-/// The session a message belongs to: from the row map's id index, else from `messages`.
+/// The session that owns a message: from the row map's id index, else from `messages`.
 async fn session_of(store: &Store, ds: &Dataset, message_id: &str) -> Result<String> {
     if let Some(m) = store.mapped(ds) {
         if let Some(pos) = m.map.position_of_message(message_id)? {
             return Ok(m.map.row(pos)?.session_id.to_owned());
         }
     }
-    let filter = format!("id = {}", sql_str(message_id));
+    let filter = format!("NOT replayed AND id = {}", sql_str(message_id));
     for b in scan_all(ds, &["session_id"], Some(&filter)).await? {
         if b.num_rows() > 0 {
             return Ok(string_col(&b, "session_id")?.value(0).to_owned());
@@ -465,7 +516,7 @@ pub async fn get_message(
     after: usize,
 ) -> Result<MessageContext> {
     let (before, after) = (before.min(50), after.min(50));
-    let ds = store.require(MESSAGES).await?;
+    let ds = store.messages().await?;
     let session_id = session_of(store, &ds, message_id).await?;
     let session = session_info(store, &session_id).await?;
     let mut entries = session_entries(store, &ds, &session_id).await?;

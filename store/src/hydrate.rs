@@ -1,14 +1,20 @@
 //! Hydration: from the row ids a ranked query returns to what a hit shows (session, message
 //! id, role, time, project, agent, text). Rows the row map covers are read from the map
 //! (memory-mapped, no Lance data pages); rows newer than the map, or every row when there
-//! is no usable map, are taken from `messages` by row id.
+//! is no usable map, are taken from `messages` by row id. A row that no longer exists (a
+//! vector whose message a sync rewrote, a hit from an index that predates a rewrite) is
+//! skipped, never an error.
 
+use std::collections::HashMap;
+
+use arrow_array::types::UInt64Type;
 use arrow_array::RecordBatch;
+use lance::dataset::ProjectionRequest;
 use lance::Dataset;
 use serde::Serialize;
 
 use crate::error::{Result, StoreError};
-use crate::read::{opt_str, string_col, ts_at};
+use crate::read::{opt_str, primitive_col, string_col, ts_at};
 use crate::rowmap::Mapped;
 
 /// What a hit shows of its row, besides score and text.
@@ -40,22 +46,40 @@ const META_COLUMNS: [&str; 6] = [
     "source_agent",
 ];
 
-/// Rows of `messages` by row id, in the order asked (ids must be distinct).
-async fn take(ds: &Dataset, row_ids: &[u64], columns: &[&str]) -> Result<RecordBatch> {
-    let projection = ds.schema().project(columns)?;
-    let b = ds.take_rows(row_ids, projection).await?;
-    if b.num_rows() != row_ids.len() {
-        return Err(StoreError::NotFound(format!(
-            "asked messages for {} rows by id, got {}",
-            row_ids.len(),
-            b.num_rows()
-        )));
+/// Rows of `messages` by row id (distinct), and for each id asked the index of its row in
+/// the batch (`None`: no such row any more).
+async fn take(
+    ds: &Dataset,
+    row_ids: &[u64],
+    columns: &[&str],
+) -> Result<(RecordBatch, Vec<Option<usize>>)> {
+    for c in columns {
+        if ds.schema().field(c).is_none() {
+            return Err(StoreError::NotFound(format!("messages has no column {c}")));
+        }
     }
-    Ok(b)
+    let mut with_id = vec!["_rowid"];
+    with_id.extend_from_slice(columns);
+    let projection = ProjectionRequest::from_columns(with_id, ds.schema());
+    let b = ds.take_rows(row_ids, projection).await?;
+    let got = primitive_col::<UInt64Type>(&b, "_rowid")?;
+    let at: HashMap<u64, usize> = got
+        .values()
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (*r, i))
+        .collect();
+    let index = row_ids.iter().map(|r| at.get(r).copied()).collect();
+    Ok((b, index))
 }
 
-/// The metadata of `row_ids` (distinct), in the same order.
-pub async fn metas(ds: &Dataset, mapped: Option<&Mapped>, row_ids: &[u64]) -> Result<Vec<RowMeta>> {
+/// The metadata of `row_ids` (distinct), in the same order; `None` for a row that no
+/// longer exists.
+pub async fn metas(
+    ds: &Dataset,
+    mapped: Option<&Mapped>,
+    row_ids: &[u64],
+) -> Result<Vec<Option<RowMeta>>> {
     let mut out: Vec<Option<RowMeta>> = vec![None; row_ids.len()];
     let mut missing = Vec::new();
     for (i, &row_id) in row_ids.iter().enumerate() {
@@ -84,7 +108,7 @@ pub async fn metas(ds: &Dataset, mapped: Option<&Mapped>, row_ids: &[u64]) -> Re
     }
     if !missing.is_empty() {
         let ids: Vec<u64> = missing.iter().map(|&i| row_ids[i]).collect();
-        let b = take(ds, &ids, &META_COLUMNS).await?;
+        let (b, index) = take(ds, &ids, &META_COLUMNS).await?;
         let (session, id, role, project, agent) = (
             string_col(&b, "session_id")?,
             string_col(&b, "id")?,
@@ -92,7 +116,8 @@ pub async fn metas(ds: &Dataset, mapped: Option<&Mapped>, row_ids: &[u64]) -> Re
             string_col(&b, "project")?,
             string_col(&b, "source_agent")?,
         );
-        for (k, &i) in missing.iter().enumerate() {
+        for (&i, k) in missing.iter().zip(index) {
+            let Some(k) = k else { continue };
             out[i] = Some(RowMeta {
                 row_id: row_ids[i],
                 map_pos: None,
@@ -107,7 +132,7 @@ pub async fn metas(ds: &Dataset, mapped: Option<&Mapped>, row_ids: &[u64]) -> Re
             });
         }
     }
-    Ok(out.into_iter().flatten().collect())
+    Ok(out)
 }
 
 /// The search text of each row (`None` for a message with none), in the same order.
@@ -126,10 +151,10 @@ pub async fn texts(
     }
     if !missing.is_empty() {
         let ids: Vec<u64> = missing.iter().map(|&i| rows[i].row_id).collect();
-        let b = take(ds, &ids, &["search_text"]).await?;
+        let (b, index) = take(ds, &ids, &["search_text"]).await?;
         let text = string_col(&b, "search_text")?;
-        for (k, &i) in missing.iter().enumerate() {
-            out[i] = opt_str(text, k);
+        for (&i, k) in missing.iter().zip(index) {
+            out[i] = k.and_then(|k| opt_str(text, k));
         }
     }
     Ok(out)

@@ -6,15 +6,15 @@
 //!
 //! | section | content |
 //! |---|---|
-//! | header (160 bytes) | magic `PONDRMM\0`, version, counts, section offsets and lengths, xxh3 of the header |
+//! | header (160 bytes) | magic `PONDRMM\0`, version, counts, section offsets and lengths, the `messages` fragments covered (last fragment id, deleted rows), xxh3 of the header |
 //! | text | search text in zstd blocks of [`BLOCK_ROWS`] rows: `(BLOCK_ROWS + 1) u32` offsets, then the bytes |
 //! | blocks | per block: offset u64, compressed length u32, raw length u32 |
-//! | rows | per row, sorted by row id ([`ROW_LEN`] bytes): row id u64, timestamp i64 (ms), message id offset u64 and length u32 into `ids`, session u32, project u32 (`NONE` for none), agent u16, role u8, flags u8 (1 searchable, 2 UUID id) |
+//! | rows | per row, sorted by row id ([`ROW_LEN`] bytes): row id u64, timestamp i64 (ms), message id offset u64, source line u64, message id length u32 into `ids`, session u32, project u32 (`NONE` for none), agent u16, role u8, flags u8 (1 searchable, 2 UUID id, 4 replayed copy, bits 3-4 the origin) |
 //! | ids | message id bytes: a canonical lowercase UUID as its 16 bytes (row flag 2), any other id as text |
-//! | id index | (xxh3-64 of the message id text u64, row index u32), sorted by hash |
+//! | id index | (xxh3-64 of the message id text u64, row index u32) for every row, sorted by hash: an id held by several sessions has an entry per row |
 //! | dicts | sessions, projects, agents, roles: each a count u64, `count + 1` u64 offsets, bytes |
 //! | sessions | per session code: first index into `session rows` u64, row count u32, pad u32, newest timestamp i64 |
-//! | session rows | row indices u32, grouped by session, each group in (timestamp, row id) order |
+//! | session rows | row indices u32, grouped by session, each group in (timestamp, source line, row id) order |
 //!
 //! The writer ([`RowMapWriter`]) takes rows in row-id order in one pass: each block's text is
 //! compressed and written as soon as the block is full, so only the fixed row headers, the
@@ -33,20 +33,21 @@ use std::sync::{Arc, Mutex};
 
 use lance::table::format::Fragment;
 use lance::Dataset;
+use pond_ingest::Origin;
 
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Result, StoreError};
-use crate::read::{primitive_col, string_col, ts_at, MESSAGE_COLUMNS};
+use crate::read::{bool_at, primitive_col, string_col, ts_at, u64_at, MESSAGE_COLUMNS};
 use crate::schema::MESSAGES;
 use crate::store::{Store, StoreLock};
 
 pub const MAGIC: [u8; 8] = *b"PONDRMM\0";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Rows per compressed text block.
 pub const BLOCK_ROWS: usize = 256;
 pub const HEADER_LEN: usize = 160;
-pub const ROW_LEN: usize = 40;
+pub const ROW_LEN: usize = 48;
 const BLOCK_ENTRY_LEN: usize = 16;
 const ID_ENTRY_LEN: usize = 12;
 const SESSION_LEN: usize = 24;
@@ -55,6 +56,10 @@ pub const NONE: u32 = u32::MAX;
 const FLAG_SEARCHABLE: u8 = 1;
 /// The message id is a canonical lowercase UUID stored as its 16 bytes.
 const FLAG_UUID_ID: u8 = 2;
+/// Another session's row owns the message id (`messages.replayed`).
+const FLAG_REPLAYED: u8 = 4;
+/// The row's `pond_ingest::Origin`, as its index in `Origin::ALL`, in flag bits 3-4.
+const ORIGIN_SHIFT: u8 = 3;
 const ZSTD_LEVEL: i32 = 3;
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
@@ -73,6 +78,9 @@ pub struct RowInput<'a> {
     pub role: &'a str,
     /// The search text; `None` for a message that is not searchable.
     pub text: Option<&'a str>,
+    pub source_line: u64,
+    pub origin: Origin,
+    pub replayed: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -80,6 +88,7 @@ struct RowHeader {
     row_id: u64,
     timestamp: i64,
     id_off: u64,
+    source_line: u64,
     id_len: u32,
     session: u32,
     project: u32,
@@ -93,6 +102,7 @@ impl RowHeader {
         out.extend_from_slice(&self.row_id.to_le_bytes());
         out.extend_from_slice(&self.timestamp.to_le_bytes());
         out.extend_from_slice(&self.id_off.to_le_bytes());
+        out.extend_from_slice(&self.source_line.to_le_bytes());
         out.extend_from_slice(&self.id_len.to_le_bytes());
         out.extend_from_slice(&self.session.to_le_bytes());
         out.extend_from_slice(&self.project.to_le_bytes());
@@ -106,12 +116,13 @@ impl RowHeader {
             row_id: le_u64(b, 0),
             timestamp: le_u64(b, 8) as i64,
             id_off: le_u64(b, 16),
-            id_len: le_u32(b, 24),
-            session: le_u32(b, 28),
-            project: le_u32(b, 32),
-            agent: u16::from_le_bytes([b[36], b[37]]),
-            role: b[38],
-            flags: b[39],
+            source_line: le_u64(b, 24),
+            id_len: le_u32(b, 32),
+            session: le_u32(b, 36),
+            project: le_u32(b, 40),
+            agent: u16::from_le_bytes([b[44], b[45]]),
+            role: b[46],
+            flags: b[47],
         }
     }
 }
@@ -182,6 +193,7 @@ pub struct RowMapWriter {
     out: BufWriter<File>,
     ids: BufWriter<File>,
     source_version: u64,
+    coverage: Coverage,
     pos: u64,
     ids_len: u64,
     rows: Vec<RowHeader>,
@@ -200,8 +212,8 @@ const ROLES_DICT: usize = 3;
 
 impl RowMapWriter {
     /// Start a row map that will replace `path` when finished. `source_version` is the
-    /// `messages` version the rows come from.
-    pub fn create(path: &Path, source_version: u64) -> Result<RowMapWriter> {
+    /// `messages` version the rows come from, `coverage` its fragments.
+    pub fn create(path: &Path, source_version: u64, coverage: Coverage) -> Result<RowMapWriter> {
         let tmp = temp_path(path, "tmp");
         let ids_tmp = temp_path(path, "ids.tmp");
         let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
@@ -214,6 +226,7 @@ impl RowMapWriter {
             out,
             ids,
             source_version,
+            coverage,
             pos: HEADER_LEN as u64,
             ids_len: 0,
             rows: Vec::new(),
@@ -251,10 +264,16 @@ impl RowMapWriter {
         if packed.is_some() {
             flags |= FLAG_UUID_ID;
         }
+        if r.replayed {
+            flags |= FLAG_REPLAYED;
+        }
+        let origin = Origin::ALL.iter().position(|o| *o == r.origin).unwrap_or(0);
+        flags |= (origin as u8) << ORIGIN_SHIFT;
         let header = RowHeader {
             row_id: r.row_id,
             timestamp: r.timestamp,
             id_off: self.ids_len,
+            source_line: r.source_line,
             id_len: id_bytes.len() as u32,
             session: self.dicts[SESSIONS_DICT].code(r.session_id),
             project: r
@@ -356,12 +375,13 @@ impl RowMapWriter {
         }
         let dicts_off = section(&mut self.out, &mut pos, &buf)?;
         let dicts_len = buf.len() as u64;
-        // Sessions: group row indices by session, each in (timestamp, row id) order.
+        // Sessions: group row indices by session, each in (timestamp, source line, row id)
+        // order.
         let sessions = self.dicts[SESSIONS_DICT].values.len();
         let mut order: Vec<u32> = (0..self.rows.len() as u32).collect();
         order.sort_by_key(|&i| {
             let r = &self.rows[i as usize];
-            (r.session, r.timestamp, r.row_id)
+            (r.session, r.timestamp, r.source_line, r.row_id)
         });
         buf.clear();
         let mut start = 0usize;
@@ -401,6 +421,8 @@ impl RowMapWriter {
             sessions_off,
             session_rows_off,
             file_len,
+            last_fragment_id: self.coverage.last_fragment_id,
+            deleted_rows: self.coverage.deleted_rows,
         };
         self.out.flush()?;
         let mut file = self.out.get_ref().try_clone()?;
@@ -471,10 +493,17 @@ struct Header {
     sessions_off: u64,
     session_rows_off: u64,
     file_len: u64,
+    /// The newest `messages` fragment the map covers ([`NO_FRAGMENT`]: none).
+    last_fragment_id: u64,
+    /// Rows deleted from the covered fragments when the map was built.
+    deleted_rows: u64,
 }
 
+/// `last_fragment_id` of a map that covers no fragment.
+const NO_FRAGMENT: u64 = u64::MAX;
+
 impl Header {
-    fn fields(&self) -> [u64; 14] {
+    fn fields(&self) -> [u64; 16] {
         [
             self.rows,
             self.source_version,
@@ -490,6 +519,8 @@ impl Header {
             self.sessions_off,
             self.session_rows_off,
             self.file_len,
+            self.last_fragment_id,
+            self.deleted_rows,
         ]
     }
 
@@ -538,6 +569,8 @@ impl Header {
             sessions_off: f(11),
             session_rows_off: f(12),
             file_len: f(13),
+            last_fragment_id: f(14),
+            deleted_rows: f(15),
         })
     }
 }
@@ -599,6 +632,10 @@ pub struct RowView<'a> {
     pub source_agent: &'a str,
     pub role: &'a str,
     pub searchable: bool,
+    pub source_line: u64,
+    pub origin: Origin,
+    /// Another session's row owns this message id.
+    pub replayed: bool,
 }
 
 /// Per session: how many rows, and the newest timestamp.
@@ -775,6 +812,12 @@ impl RowMap {
             source_agent: self.dict(AGENTS_DICT, h.agent as u32)?,
             role: self.dict(ROLES_DICT, h.role as u32)?,
             searchable: h.flags & FLAG_SEARCHABLE != 0,
+            source_line: h.source_line,
+            origin: Origin::ALL
+                .get(((h.flags >> ORIGIN_SHIFT) & 3) as usize)
+                .copied()
+                .ok_or_else(|| corrupt("origin out of range"))?,
+            replayed: h.flags & FLAG_REPLAYED != 0,
         })
     }
 
@@ -793,8 +836,8 @@ impl RowMap {
         Ok(None)
     }
 
-    /// The position of a message by id.
-    pub fn position_of_message(&self, message_id: &str) -> Result<Option<usize>> {
+    /// The positions of every row of a message id (one per session that holds it).
+    pub fn positions_of_message(&self, message_id: &str) -> Result<Vec<usize>> {
         let want = xxh3_64(message_id.as_bytes());
         let base = self.header.id_index_off as usize;
         let entry = |i: usize| {
@@ -814,12 +857,24 @@ impl RowMap {
                 hi = mid;
             }
         }
+        let mut out = Vec::new();
         while lo < n && entry(lo).0 == want {
             let pos = entry(lo).1;
             if self.row(pos)?.message_id == message_id {
-                return Ok(Some(pos));
+                out.push(pos);
             }
             lo += 1;
+        }
+        Ok(out)
+    }
+
+    /// The position of the row that owns a message id (the one that is not a replayed
+    /// copy).
+    pub fn position_of_message(&self, message_id: &str) -> Result<Option<usize>> {
+        for pos in self.positions_of_message(message_id)? {
+            if !self.row(pos)?.replayed {
+                return Ok(Some(pos));
+            }
         }
         Ok(None)
     }
@@ -933,10 +988,47 @@ fn uuid_text(b: &[u8]) -> String {
     s
 }
 
-/// A row map checked against the `messages` dataset at hand. `messages` only grows (rows are
-/// appended, never updated, deleted or compacted), so a map built at an earlier version
-/// covers a prefix of the fragments; the fragments after it ([`Mapped::delta`]) hold the
-/// rows newer than the map, which readers take from Lance.
+/// Which `messages` fragments a map was built from: the newest fragment's id, and how many
+/// of their rows had been deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coverage {
+    pub last_fragment_id: u64,
+    pub deleted_rows: u64,
+}
+
+impl Coverage {
+    /// Every fragment of `ds`.
+    pub fn of(ds: &Dataset) -> Result<Coverage> {
+        let mut c = Coverage {
+            last_fragment_id: NO_FRAGMENT,
+            deleted_rows: 0,
+        };
+        for f in ds.fragments().iter() {
+            let (_, deleted) = fragment_rows(f)
+                .ok_or_else(|| corrupt("a messages fragment does not record its row count"))?;
+            c.last_fragment_id = f.id;
+            c.deleted_rows += deleted as u64;
+        }
+        Ok(c)
+    }
+}
+
+/// A fragment's (live, deleted) rows, when Lance recorded them.
+fn fragment_rows(f: &Fragment) -> Option<(usize, usize)> {
+    let physical = f.physical_rows?;
+    let deleted = match &f.deletion_file {
+        Some(d) => d.num_deleted_rows?,
+        None => 0,
+    };
+    Some((physical.checked_sub(deleted)?, deleted))
+}
+
+/// A row map checked against the `messages` dataset at hand. A sync only appends to
+/// `messages`, except when it rewrites an owner as a replayed copy (a delete, and the row
+/// appended again), so a map covers the fragments up to the one it names, as long as they
+/// still hold exactly the rows it was built from (no row deleted since); the fragments
+/// after it ([`Mapped::delta`]) hold the rows newer than the map, which readers take from
+/// Lance.
 #[derive(Debug, Clone)]
 pub struct Mapped {
     pub map: Arc<RowMap>,
@@ -946,8 +1038,8 @@ pub struct Mapped {
 }
 
 impl Mapped {
-    /// `None` when `map` does not describe a prefix of `ds`'s fragments: built from a later
-    /// version or from another store.
+    /// `None` when `map` does not describe `ds`'s fragments up to the one it names: built
+    /// from a later version or from another store, or rows were deleted since.
     pub fn check(map: Arc<RowMap>, ds: &Dataset) -> Option<Mapped> {
         if map.source_version() > ds.version().version {
             return None;
@@ -957,20 +1049,22 @@ impl Mapped {
         if !fragments.is_sorted_by_key(|f| f.id) {
             return None;
         }
-        let mut covered = 0usize;
-        let mut split = fragments.len();
-        for (i, f) in fragments.iter().enumerate() {
-            if covered == map.rows() {
-                split = i;
-                break;
-            }
-            covered += f.physical_rows?;
+        let last = map.header.last_fragment_id;
+        let split = fragments.partition_point(|f| last != NO_FRAGMENT && f.id <= last);
+        let (mut live, mut deleted) = (0usize, 0usize);
+        for f in &fragments[..split] {
+            let (l, d) = fragment_rows(f)?;
+            live += l;
+            deleted += d;
         }
-        if covered != map.rows() {
+        if live != map.rows() || deleted as u64 != map.header.deleted_rows {
             return None;
         }
         let delta = fragments[split..].to_vec();
-        let delta_rows = delta.iter().map(|f| f.physical_rows.unwrap_or(0)).sum();
+        let mut delta_rows = 0;
+        for f in &delta {
+            delta_rows += fragment_rows(f)?.0;
+        }
         Some(Mapped {
             map,
             delta,
@@ -1054,26 +1148,31 @@ pub async fn build(store: &Store, _lock: &StoreLock) -> Result<RowMapStats> {
 
     let path = path_in(store);
     sweep_temps(&path);
-    let ds = store.require(MESSAGES).await?;
-    let mut writer = RowMapWriter::create(&path, ds.version_id())?;
+    let ds = store.messages().await?;
+    let mut writer = RowMapWriter::create(&path, ds.version_id(), Coverage::of(&ds)?)?;
+    let mut columns = MESSAGE_COLUMNS.to_vec();
+    columns.extend(["source_line", "origin", "replayed"]);
     let mut scan = ds.scan();
     scan.with_row_id()
-        .project(&MESSAGE_COLUMNS)?
+        .project(&columns)?
         .batch_size(4096)
         .scan_in_order(true);
     let mut stream = scan.try_into_stream().await?;
     while let Some(b) = stream.try_next().await? {
         let row_ids = primitive_col::<arrow_array::types::UInt64Type>(&b, "_rowid")?;
-        let (session, id, role, agent, project, text) = (
+        let (session, id, role, agent, project, text, origin) = (
             string_col(&b, "session_id")?,
             string_col(&b, "id")?,
             string_col(&b, "role")?,
             string_col(&b, "source_agent")?,
             string_col(&b, "project")?,
             string_col(&b, "search_text")?,
+            string_col(&b, "origin")?,
         );
         use arrow_array::Array;
         for i in 0..b.num_rows() {
+            let origin = Origin::parse(origin.value(i))
+                .ok_or_else(|| corrupt(format!("unknown origin {:?}", origin.value(i))))?;
             writer.push(RowInput {
                 row_id: row_ids.value(i),
                 timestamp: ts_at(&b, "timestamp", i)?.unwrap_or_default(),
@@ -1083,6 +1182,9 @@ pub async fn build(store: &Store, _lock: &StoreLock) -> Result<RowMapStats> {
                 source_agent: agent.value(i),
                 role: role.value(i),
                 text: text.is_valid(i).then(|| text.value(i)),
+                source_line: u64_at(&b, "source_line", i)?,
+                origin,
+                replayed: bool_at(&b, "replayed", i)? == Some(true),
             })?;
         }
     }
@@ -1206,9 +1308,20 @@ mod tests {
             .collect()
     }
 
+    const COVERAGE: Coverage = Coverage {
+        last_fragment_id: 7,
+        deleted_rows: 0,
+    };
+
+    /// The source line, origin and replayed flag of sample row `i`.
+    fn extras(i: usize) -> (u64, Origin, bool) {
+        (i as u64 * 2 + 1, Origin::ALL[i % 3], i % 7 == 3)
+    }
+
     fn write(path: &Path, rows: &[Row]) -> RowMapStats {
-        let mut w = RowMapWriter::create(path, 42).unwrap();
-        for r in rows {
+        let mut w = RowMapWriter::create(path, 42, COVERAGE).unwrap();
+        for (i, r) in rows.iter().enumerate() {
+            let (source_line, origin, replayed) = extras(i);
             w.push(RowInput {
                 row_id: r.0,
                 timestamp: r.1,
@@ -1218,6 +1331,9 @@ mod tests {
                 source_agent: &r.5,
                 role: &r.6,
                 text: r.7.as_deref(),
+                source_line,
+                origin,
+                replayed,
             })
             .unwrap();
         }
@@ -1256,9 +1372,12 @@ mod tests {
                 )
             );
             assert_eq!(v.searchable, r.7.is_some());
+            assert_eq!((v.source_line, v.origin, v.replayed), extras(i));
             assert_eq!(map.text(i).unwrap(), r.7, "row {i}");
             assert_eq!(map.position_of_row_id(r.0).unwrap(), Some(i));
-            assert_eq!(map.position_of_message(&r.2).unwrap(), Some(i));
+            assert_eq!(map.positions_of_message(&r.2).unwrap(), vec![i]);
+            let owner = (!v.replayed).then_some(i);
+            assert_eq!(map.position_of_message(&r.2).unwrap(), owner);
         }
         assert_eq!(map.position_of_row_id(2).unwrap(), None);
         assert_eq!(map.position_of_message("nope").unwrap(), None);
@@ -1317,7 +1436,7 @@ mod tests {
     #[test]
     fn rows_out_of_order_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = RowMapWriter::create(&dir.path().join("m.rmm"), 1).unwrap();
+        let mut w = RowMapWriter::create(&dir.path().join("m.rmm"), 1, COVERAGE).unwrap();
         let row = |row_id| RowInput {
             row_id,
             timestamp: 0,
@@ -1327,6 +1446,9 @@ mod tests {
             source_agent: "codex",
             role: "user",
             text: None,
+            source_line: 1,
+            origin: Origin::Own,
+            replayed: false,
         };
         w.push(row(5)).unwrap();
         let e = w.push(row(5)).unwrap_err();

@@ -3,7 +3,7 @@
 //! | dataset    | one row per                | key                         |
 //! |------------|----------------------------|-----------------------------|
 //! | `sessions` | session (source file)      | `id`                        |
-//! | `messages` | message                    | `id`                        |
+//! | `messages` | message line of a session  | `session_id`, `id`          |
 //! | `parts`    | content block of a message | `message_id`, `ordinal`     |
 //! | `records`  | source line, verbatim      | `source_path`, `line`       |
 //! | `files`    | source file's ingest state | `path`                      |
@@ -64,8 +64,17 @@ pub static MESSAGES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         utf8("model", true),
         utf8("source_path", false),
         Field::new("source_line", DataType::UInt64, false),
+        // The line's claim to be the original of `id`: own, copied or sidechain
+        // (`pond_ingest::Origin`).
+        utf8("origin", false),
+        // Another session's line owns this id: this row is its replayed copy (not
+        // searchable; its session still lists it).
+        Field::new("replayed", DataType::Boolean, false),
     ]))
 });
+
+/// The `messages` columns a store written before messages were kept per session lacks.
+pub const MESSAGES_V2_COLUMNS: [&str; 2] = ["origin", "replayed"];
 
 pub static PARTS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
@@ -154,23 +163,56 @@ pub fn sessions_batch(rows: &[SessionRow]) -> Result<RecordBatch> {
     )
 }
 
-pub fn messages_batch(rows: &[&MessageRow]) -> Result<RecordBatch> {
+/// A message line as stored: a replayed copy keeps no search text.
+pub struct StoredMessage<'a> {
+    pub row: &'a MessageRow,
+    pub replayed: bool,
+}
+
+impl StoredMessage<'_> {
+    fn search_text(&self) -> Option<&str> {
+        self.row.search_text.as_deref().filter(|_| !self.replayed)
+    }
+}
+
+pub fn messages_batch(rows: &[StoredMessage]) -> Result<RecordBatch> {
     batch(
         &MESSAGES_SCHEMA,
         vec![
-            strings(rows.iter().map(|r| Some(r.session_id.as_str()))),
-            strings(rows.iter().map(|r| Some(r.id.as_str()))),
-            timestamps(rows.iter().map(|r| Some(r.timestamp))),
-            strings(rows.iter().map(|r| Some(r.role.as_str()))),
-            strings(rows.iter().map(|r| Some(r.source_agent.as_str()))),
-            strings(rows.iter().map(|r| r.project.as_deref())),
-            strings(rows.iter().map(|r| r.search_text.as_deref())),
-            bools(rows.iter().map(|r| Some(r.search_text.is_some()))),
-            strings(rows.iter().map(|r| r.model.as_deref())),
-            strings(rows.iter().map(|r| Some(r.source_path.as_str()))),
-            u64s(rows.iter().map(|r| r.source_line)),
+            strings(rows.iter().map(|r| Some(r.row.session_id.as_str()))),
+            strings(rows.iter().map(|r| Some(r.row.id.as_str()))),
+            timestamps(rows.iter().map(|r| Some(r.row.timestamp))),
+            strings(rows.iter().map(|r| Some(r.row.role.as_str()))),
+            strings(rows.iter().map(|r| Some(r.row.source_agent.as_str()))),
+            strings(rows.iter().map(|r| r.row.project.as_deref())),
+            strings(rows.iter().map(|r| r.search_text())),
+            bools(rows.iter().map(|r| Some(r.search_text().is_some()))),
+            strings(rows.iter().map(|r| r.row.model.as_deref())),
+            strings(rows.iter().map(|r| Some(r.row.source_path.as_str()))),
+            u64s(rows.iter().map(|r| r.row.source_line)),
+            strings(rows.iter().map(|r| Some(r.row.origin.as_str()))),
+            bools(rows.iter().map(|r| Some(r.replayed))),
         ],
     )
+}
+
+/// `batch` (rows of `messages`) with every row turned into a replayed copy: no search text,
+/// not searchable.
+pub fn as_replayed(batch: &RecordBatch) -> Result<RecordBatch> {
+    let n = batch.num_rows();
+    let schema = batch.schema();
+    let columns = schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(f, c)| match f.name().as_str() {
+            "search_text" => arrow_array::new_null_array(&DataType::Utf8, n),
+            "searchable" => bools(std::iter::repeat_n(Some(false), n)),
+            "replayed" => bools(std::iter::repeat_n(Some(true), n)),
+            _ => c.clone(),
+        })
+        .collect();
+    Ok(RecordBatch::try_new(schema, columns)?)
 }
 
 pub fn parts_batch(rows: &[&PartRow]) -> Result<RecordBatch> {

@@ -11,11 +11,13 @@ use serde::Serialize;
 use crate::error::{Result, StoreError};
 use crate::hydrate::{self, HitRow, RowMeta};
 use crate::read::{primitive_col, session_rows};
-use crate::schema::{sql_str, MESSAGES, SESSIONS};
+use crate::schema::{sql_str, SESSIONS};
 use crate::store::Store;
 use crate::vectors;
 
 pub const MAX_LIMIT: usize = 200;
+/// Hits fetched beyond a ranked pool, for a deterministic cut among equal scores.
+const TIE_MARGIN: usize = 32;
 
 /// Restrictions shared by every search mode.
 #[derive(Debug, Clone, Default)]
@@ -213,7 +215,7 @@ pub async fn search(
             "limit must be between 1 and {MAX_LIMIT}"
         )));
     }
-    let ds = store.require(MESSAGES).await?;
+    let ds = store.messages().await?;
     // Recency re-sorts a larger pool of the best matches by time.
     let pool = match req.sort {
         SortBy::Relevance => req.limit,
@@ -225,7 +227,9 @@ pub async fn search(
         })
     };
     let (ranked, in_scope) = match req.mode {
-        SearchMode::Fts => rank_fts(&ds, query, &req.filters, pool).await?,
+        // A few more than asked, so that hits tied at the cut are all seen and the
+        // tie-break in `present` (not Lance's order) decides which are kept.
+        SearchMode::Fts => rank_fts(&ds, query, &req.filters, pool + TIE_MARGIN).await?,
         SearchMode::Vector => {
             let v = need_vector()?;
             vectors::nearest(store, &v.model, &v.vector, &req.filters, pool).await?
@@ -316,10 +320,25 @@ async fn present(
     let mapped = store.mapped(ds);
     let ids: Vec<u64> = ranked.iter().map(|r| r.0).collect();
     let metas = hydrate::metas(ds, mapped.as_ref(), &ids).await?;
-    let mut rows: Vec<(f32, RowMeta)> = ranked.iter().map(|r| r.1).zip(metas).collect();
+    // A hit whose row is gone (a vector of a message a sync rewrote) is left out.
+    let mut rows: Vec<(f32, RowMeta)> = ranked
+        .iter()
+        .zip(metas)
+        .filter_map(|(r, m)| Some((r.1, m?)))
+        .collect();
+    // Ties are broken by the message, never by row ids or Lance's order: the same store
+    // content answers alike however it was written.
+    let tie = |a: &RowMeta, b: &RowMeta| {
+        (&a.row.message_id, &a.row.session_id).cmp(&(&b.row.message_id, &b.row.session_id))
+    };
     match req.sort {
-        SortBy::Relevance => rows.sort_by(|a, b| b.0.total_cmp(&a.0)),
-        SortBy::Recency => rows.sort_by_key(|r| std::cmp::Reverse(r.1.row.timestamp)),
+        SortBy::Relevance => rows.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| tie(&a.1, &b.1))),
+        SortBy::Recency => rows.sort_by(|a, b| {
+            b.1.row
+                .timestamp
+                .cmp(&a.1.row.timestamp)
+                .then_with(|| tie(&a.1, &b.1))
+        }),
     }
     rows.truncate(req.limit);
     let shown: Vec<&RowMeta> = rows.iter().map(|r| &r.1).collect();

@@ -91,7 +91,7 @@ pub fn check_read_only(sql: &str) -> Result<()> {
 /// The tables a query can name, and what each holds.
 pub const TABLES: [(&str, &str); 5] = [
     (SESSIONS, "one row per session: id, parent_session_id, source_agent, project, created_at, updated_at, title, source_path, header"),
-    (MESSAGES, "one row per message: session_id, id, timestamp, role, source_agent, project, search_text, searchable, model, source_path, source_line"),
+    (MESSAGES, "one row per message line of a session: session_id, id, timestamp, role, source_agent, project, search_text, searchable, model, source_path, source_line, origin (own, copied, sidechain), replayed (a copy of a message another session owns)"),
     (PARTS, "content blocks: session_id, message_id, ordinal, part_type, tool_name, call_id, is_error, text, body"),
     (RECORDS, "every source line verbatim: source_path, line, byte_offset, session_id, record_type, raw"),
     (FILES, "ingest state per source file: path, cursor (JSON), synced_at"),

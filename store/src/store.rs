@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::RecordBatchIterator;
+use arrow_schema::SchemaRef;
 use lance::dataset::builder::DatasetBuilder;
 use lance::dataset::{WriteMode, WriteParams};
 use lance::io::ObjectStoreRegistry;
@@ -15,7 +16,7 @@ use serde::Serialize;
 
 use crate::error::{Result, StoreError};
 use crate::rowmap::{self, MapSlot, Mapped};
-use crate::schema::{FILES, MESSAGES, PARTS, RECORDS, SESSIONS};
+use crate::schema::{FILES, MESSAGES, MESSAGES_V2_COLUMNS, PARTS, RECORDS, SESSIONS};
 
 /// Cache caps of the store's Lance session. Lance's own defaults are GiB-sized; pond's
 /// long-lived front must hold a small, known amount.
@@ -46,6 +47,8 @@ pub struct StoreCounts {
     pub sessions: usize,
     pub messages: usize,
     pub searchable_messages: usize,
+    /// Message rows that copy a message another session owns.
+    pub replayed_messages: usize,
     pub parts: usize,
     pub records: usize,
     pub files: usize,
@@ -54,6 +57,12 @@ pub struct StoreCounts {
 /// Held while a sync or rebuild writes; released on drop (and by the OS if the process dies).
 pub struct StoreLock {
     _file: File,
+}
+
+fn outdated(messages: &Dataset) -> bool {
+    MESSAGES_V2_COLUMNS
+        .iter()
+        .any(|c| messages.schema().field(c).is_none())
 }
 
 impl Store {
@@ -122,26 +131,72 @@ impl Store {
         })
     }
 
+    /// The `messages` dataset, refused ([`StoreError::Outdated`]) when an older pond wrote
+    /// it: readers and the row map need its per-session rows.
+    pub async fn messages(&self) -> Result<Dataset> {
+        let ds = self.require(MESSAGES).await?;
+        if outdated(&ds) {
+            return Err(StoreError::Outdated(self.root.display().to_string()));
+        }
+        Ok(ds)
+    }
+
+    /// Whether the store's `messages` predates per-session rows (`pond rebuild` upgrades it).
+    pub async fn outdated(&self) -> Result<bool> {
+        Ok(self
+            .dataset(MESSAGES)
+            .await?
+            .is_some_and(|ds| outdated(&ds)))
+    }
+
     /// Append one batch (creating the dataset on first write).
     pub(crate) async fn append(&self, name: &str, batch: arrow_array::RecordBatch) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let schema = batch.schema();
         let mode = if self.exists(name) {
             WriteMode::Append
         } else {
             WriteMode::Create
         };
+        let schema = batch.schema();
+        self.write(name, mode, vec![batch], schema).await
+    }
+
+    async fn write(
+        &self,
+        name: &str,
+        mode: WriteMode,
+        batches: Vec<arrow_array::RecordBatch>,
+        schema: SchemaRef,
+    ) -> Result<()> {
         let params = WriteParams {
             mode,
             enable_stable_row_ids: true,
             session: Some(self.session.clone()),
             ..WriteParams::default()
         };
-        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+        let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
         Dataset::write(reader, self.uri(name).as_str(), Some(params)).await?;
         Ok(())
+    }
+
+    /// Replace a dataset's rows with none (a new version; older ones stay readable until
+    /// cleaned up). The schema becomes `schema`.
+    pub(crate) async fn overwrite_empty(&self, name: &str, schema: SchemaRef) -> Result<()> {
+        self.write(name, WriteMode::Overwrite, Vec::new(), schema)
+            .await
+    }
+
+    /// Replace a dataset's rows with `batch` (a new version).
+    pub(crate) async fn overwrite(
+        &self,
+        name: &str,
+        batch: arrow_array::RecordBatch,
+    ) -> Result<()> {
+        let schema = batch.schema();
+        self.write(name, WriteMode::Overwrite, vec![batch], schema)
+            .await
     }
 
     /// Take the store's writer lock without waiting.
@@ -194,6 +249,11 @@ impl Store {
             sessions: count(SESSIONS, None).await?,
             messages: count(MESSAGES, None).await?,
             searchable_messages: count(MESSAGES, Some("searchable")).await?,
+            replayed_messages: if self.outdated().await? {
+                0
+            } else {
+                count(MESSAGES, Some("replayed")).await?
+            },
             parts: count(PARTS, None).await?,
             records: count(RECORDS, None).await?,
             files: count(FILES, None).await?,

@@ -6,7 +6,7 @@
 //! carries the message's row id (for hydration from the row map) and copies of the columns
 //! search filters on, so filters prefilter the nearest-neighbour query in Lance.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
 
 use arrow_array::builder::{
@@ -295,6 +295,95 @@ pub async fn nearest(
     }
     out.sort_by(|a, b| b.1.total_cmp(&a.1));
     Ok((out, in_scope))
+}
+
+/// Remove the vectors of messages rows that no longer exist (rows a sync rewrote as
+/// replayed copies). Readers skip such vectors anyway; this reclaims them.
+pub async fn forget_rows(store: &Store, row_ids: &[u64]) -> Result<()> {
+    if row_ids.is_empty() {
+        return Ok(());
+    }
+    let Some(mut ds) = store.dataset(EMBEDDINGS).await? else {
+        return Ok(());
+    };
+    for chunk in row_ids.chunks(1000) {
+        let list: Vec<String> = chunk.iter().map(u64::to_string).collect();
+        ds.delete(&format!("row_id IN ({})", list.join(",")))
+            .await?;
+    }
+    Ok(())
+}
+
+/// After `messages` was re-derived (every row has a new row id): point each vector at the
+/// row that now owns its message id, with that row's filter columns, and drop the vectors
+/// of messages that are not searchable any more. Vectors are never computed again. The
+/// caller holds the store lock and the embedding lock. Returns (kept, dropped).
+pub async fn rekey(store: &Store, map: &crate::rowmap::RowMap) -> Result<(u64, u64)> {
+    let Some(ds) = store.dataset(EMBEDDINGS).await? else {
+        return Ok((0, 0));
+    };
+    let (mut kept, mut dropped) = (0u64, 0u64);
+    let mut first = true;
+    let mut stream = ds.scan().try_into_stream().await?;
+    while let Some(b) = stream.try_next().await? {
+        let message_id = string_col(&b, "message_id")?;
+        let mut keep = Vec::new();
+        let mut rows = Vec::new();
+        for i in 0..b.num_rows() {
+            match map.position_of_message(message_id.value(i))? {
+                Some(pos) if map.row(pos)?.searchable => {
+                    keep.push(i as u32);
+                    rows.push(pos);
+                }
+                _ => dropped += 1,
+            }
+        }
+        let taken =
+            arrow_select::take::take_record_batch(&b, &arrow_array::UInt32Array::from(keep))?;
+        let mut row_id = UInt64Builder::new();
+        let mut session_id = StringBuilder::new();
+        let mut timestamp = TimestampMillisecondBuilder::new().with_timezone("UTC");
+        let mut role = StringBuilder::new();
+        let mut agent = StringBuilder::new();
+        let mut project = StringBuilder::new();
+        for &pos in &rows {
+            let r = map.row(pos)?;
+            row_id.append_value(r.row_id);
+            session_id.append_value(r.session_id);
+            timestamp.append_value(r.timestamp);
+            role.append_value(r.role);
+            agent.append_value(r.source_agent);
+            project.append_option(r.project);
+        }
+        let mut fresh: HashMap<&str, ArrayRef> = HashMap::from([
+            ("row_id", Arc::new(row_id.finish()) as ArrayRef),
+            ("session_id", Arc::new(session_id.finish())),
+            ("timestamp", Arc::new(timestamp.finish())),
+            ("role", Arc::new(role.finish())),
+            ("source_agent", Arc::new(agent.finish())),
+            ("project", Arc::new(project.finish())),
+        ]);
+        let schema = taken.schema();
+        let columns = schema
+            .fields()
+            .iter()
+            .zip(taken.columns())
+            .map(|(f, c)| fresh.remove(f.name().as_str()).unwrap_or_else(|| c.clone()))
+            .collect();
+        let out = RecordBatch::try_new(schema, columns)?;
+        kept += out.num_rows() as u64;
+        if first {
+            store.overwrite(EMBEDDINGS, out).await?;
+            first = false;
+        } else {
+            store.append(EMBEDDINGS, out).await?;
+        }
+    }
+    if first {
+        let schema = Arc::new(arrow_schema::Schema::from(ds.schema()));
+        store.overwrite_empty(EMBEDDINGS, schema).await?;
+    }
+    Ok((kept, dropped))
 }
 
 /// Vectors stored per model, for status.

@@ -7,25 +7,29 @@
 //! its journaled version (a new Lance version equal to the old one, nothing committed before
 //! the dead sync is touched), and the re-run reads the same lines again from the old cursors.
 //!
-//! Deduplication: message ids are unique store-wide (Claude replays a `uuid`; the first one
-//! stored wins, and so do its parts); a re-read of a rewritten file stores only the lines
-//! whose `(line, content)` is new.
+//! Deduplication: a session holds each message id once (a file that repeats a `uuid` keeps
+//! its first line of it, with its parts); the same id in another session is stored there
+//! too, and one occurrence owns it (`crate::owners`: the rule, and why it does not depend on
+//! the order files are read in). A re-read of a rewritten file stores only the lines whose
+//! `(line, content)` is new.
 
 use std::collections::{HashMap, HashSet};
 
-use arrow_array::{Array, RecordBatchIterator, UInt64Array};
+use arrow_array::{Array, RecordBatch, RecordBatchIterator, UInt64Array};
 use futures::TryStreamExt;
-use lance::dataset::{MergeInsertBuilder, WhenMatched, WhenNotMatched};
+use lance::dataset::{MergeInsertBuilder, UpdateBuilder, WhenMatched, WhenNotMatched};
 use lance::Dataset;
 use pond_ingest::{FileBatch, FileCursor, SessionRow};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Result, StoreError};
-use crate::read::{session_rows, string_col};
-use crate::rowmap::Mapped;
-use crate::schema::{self, sql_str, ALL_TABLES, FILES, MESSAGES, PARTS, RECORDS, SESSIONS};
+use crate::owners::{Claim, Occurrences, Verdict};
+use crate::read::{primitive_col, session_rows, string_col};
+use crate::schema::{
+    self, sql_str, StoredMessage, ALL_TABLES, FILES, MESSAGES, PARTS, RECORDS, SESSIONS,
+};
 use crate::store::{Store, StoreLock};
 
 const JOURNAL: &str = "sync.journal";
@@ -44,6 +48,11 @@ pub struct WriteStats {
     pub records: usize,
     pub duplicate_messages: usize,
     pub duplicate_records: usize,
+    /// Message lines stored as replayed copies (another session's line owns the id),
+    /// including owners this batch took over.
+    pub replayed_messages: usize,
+    /// Stored owners rewritten as copies because a line with a better claim arrived.
+    pub demoted_messages: usize,
 }
 
 impl WriteStats {
@@ -53,6 +62,8 @@ impl WriteStats {
         self.records += o.records;
         self.duplicate_messages += o.duplicate_messages;
         self.duplicate_records += o.duplicate_records;
+        self.replayed_messages += o.replayed_messages;
+        self.demoted_messages += o.demoted_messages;
     }
 }
 
@@ -60,9 +71,11 @@ pub struct SyncWriter<'a> {
     store: &'a Store,
     lock: StoreLock,
     journaled: bool,
-    /// The stored message ids, loaded on the first write.
-    message_ids: Option<KnownIds>,
+    /// The stored occurrences of message ids and their owners, loaded on the first write.
+    occurrences: Option<Occurrences>,
     sessions: HashMap<String, SessionRow>,
+    /// Row ids of owners this transaction rewrote as replayed copies (their vectors go).
+    demoted_row_ids: Vec<u64>,
     /// Whether this transaction restored datasets left by a dead sync.
     pub recovered: bool,
 }
@@ -76,8 +89,9 @@ impl<'a> SyncWriter<'a> {
             store,
             lock,
             journaled: false,
-            message_ids: None,
+            occurrences: None,
             sessions: HashMap::new(),
+            demoted_row_ids: Vec::new(),
             recovered,
         })
     }
@@ -123,11 +137,11 @@ impl<'a> SyncWriter<'a> {
         Ok(())
     }
 
-    async fn load_message_ids(&mut self) -> Result<&mut KnownIds> {
-        if self.message_ids.is_none() {
-            self.message_ids = Some(KnownIds::load(self.store).await?);
+    async fn load_occurrences(&mut self) -> Result<&mut Occurrences> {
+        if self.occurrences.is_none() {
+            self.occurrences = Some(Occurrences::load(self.store).await?);
         }
-        Ok(self.message_ids.as_mut().expect("loaded above"))
+        Ok(self.occurrences.as_mut().expect("loaded above"))
     }
 
     /// `(line, content hash)` of the records already stored for a file.
@@ -153,6 +167,59 @@ impl<'a> SyncWriter<'a> {
         Ok(out)
     }
 
+    /// Empty `sessions`, `messages` and `parts` (in this transaction), so that the rows
+    /// written next re-derive them: how a store is upgraded, or repaired, from its
+    /// `records` without the source files. Vectors keep their message ids; their row ids
+    /// are stale until `crate::vectors::rekey`.
+    pub async fn reset_derived(&mut self) -> Result<()> {
+        self.journal().await?;
+        for (name, schema) in [
+            (SESSIONS, &*schema::SESSIONS_SCHEMA),
+            (MESSAGES, &*schema::MESSAGES_SCHEMA),
+            (PARTS, &*schema::PARTS_SCHEMA),
+        ] {
+            if self.store.exists(name) {
+                self.store.overwrite_empty(name, schema.clone()).await?;
+            }
+        }
+        self.occurrences = None;
+        self.sessions.clear();
+        Ok(())
+    }
+
+    /// Give the records stored under `from` (another spelling of a file's path) the path
+    /// `to`, and forget `from`'s cursor (the caller stores it under `to`).
+    pub async fn rename_source(&mut self, from: &str, to: &str) -> Result<()> {
+        self.journal().await?;
+        if let Some(ds) = self.store.dataset(RECORDS).await? {
+            UpdateBuilder::new(Arc::new(ds))
+                .update_where(&format!("source_path = {}", sql_str(from)))?
+                .set("source_path", &sql_str(to))?
+                .build()?
+                .execute()
+                .await?;
+        }
+        self.forget_file(from).await
+    }
+
+    /// Delete the records and the cursor of `path` (a second spelling of a file whose
+    /// lines are stored under its canonical path too).
+    pub async fn drop_source(&mut self, path: &str) -> Result<()> {
+        self.journal().await?;
+        if let Some(mut ds) = self.store.dataset(RECORDS).await? {
+            ds.delete(&format!("source_path = {}", sql_str(path)))
+                .await?;
+        }
+        self.forget_file(path).await
+    }
+
+    async fn forget_file(&mut self, path: &str) -> Result<()> {
+        if let Some(mut ds) = self.store.dataset(FILES).await? {
+            ds.delete(&format!("path = {}", sql_str(path))).await?;
+        }
+        Ok(())
+    }
+
     /// Store one batch of parsed rows. `rewritten` names files read again from the start.
     pub async fn write(&mut self, batch: FileBatch, rewritten: &[String]) -> Result<WriteStats> {
         self.journal().await?;
@@ -164,29 +231,54 @@ impl<'a> SyncWriter<'a> {
                 .or_insert_with(|| s.clone());
         }
 
-        let ids = self.load_message_ids().await?;
-        let mut messages = Vec::with_capacity(batch.messages.len());
+        let known = self.load_occurrences().await?;
+        let mut messages: Vec<StoredMessage> = Vec::with_capacity(batch.messages.len());
         let mut parts = Vec::with_capacity(batch.parts.len());
+        // Owners taken over by a better claim: in this batch (flipped before writing) or
+        // already stored (rewritten as copies before this batch is appended).
+        let mut owner_here: HashMap<&str, usize> = HashMap::new();
+        let mut demote: Vec<&str> = Vec::new();
         // Parts follow their messages in order, each message's numbered from 0 (the
         // `FileBatch` contract): walk both in step, so a replayed message's parts go with it
         // even when two files hold the same id at the same line.
         let mut pending_parts = batch.parts.iter().peekable();
         for m in &batch.messages {
-            let fresh = ids.insert(&m.id)?;
-            if fresh {
-                messages.push(m);
-            } else {
-                stats.duplicate_messages += 1;
+            let verdict = known.add(&m.id, Claim::new(m.origin, &m.session_id))?;
+            let stored = verdict != Verdict::Duplicate;
+            match verdict {
+                Verdict::Duplicate => stats.duplicate_messages += 1,
+                Verdict::Replayed => stats.replayed_messages += 1,
+                Verdict::Owner | Verdict::Supersedes(_) => {
+                    if let Verdict::Supersedes(_) = verdict {
+                        match owner_here.get(m.id.as_str()) {
+                            Some(&i) => messages[i].replayed = true,
+                            None => demote.push(&m.id),
+                        }
+                        stats.replayed_messages += 1;
+                    }
+                    owner_here.insert(&m.id, messages.len());
+                }
+            }
+            if stored {
+                messages.push(StoredMessage {
+                    row: m,
+                    replayed: verdict == Verdict::Replayed,
+                });
             }
             let mut next_ordinal = 0;
             while let Some(p) = pending_parts.next_if(|p| {
                 p.ordinal == next_ordinal && p.message_id == m.id && p.source_line == m.source_line
             }) {
                 next_ordinal += 1;
-                if fresh {
+                if stored {
                     parts.push(p);
                 }
             }
+        }
+        if !demote.is_empty() {
+            let demoted = demote_owners(self.store, &demote).await?;
+            stats.demoted_messages += demoted.len();
+            self.demoted_row_ids.extend(demoted);
         }
 
         let mut seen = HashMap::new();
@@ -225,7 +317,7 @@ impl<'a> SyncWriter<'a> {
     /// Write sessions and file cursors, then drop the journal: the sync is durable. The
     /// store lock is handed back, so index and row map updates follow under it.
     pub async fn commit(mut self, cursors: Vec<(String, FileCursor)>) -> Result<StoreLock> {
-        if cursors.is_empty() && self.sessions.is_empty() {
+        if cursors.is_empty() && self.sessions.is_empty() && !self.journaled {
             return Ok(self.lock);
         }
         self.journal().await?;
@@ -236,8 +328,13 @@ impl<'a> SyncWriter<'a> {
             .iter()
             .map(|(p, c)| Ok((p.clone(), serde_json::to_string(c)?)))
             .collect::<Result<_>>()?;
-        upsert(self.store, FILES, schema::files_batch(&rows, now)?, "path").await?;
+        if !rows.is_empty() {
+            upsert(self.store, FILES, schema::files_batch(&rows, now)?, "path").await?;
+        }
         std::fs::remove_file(self.store.root().join(JOURNAL))?;
+        // A demoted owner's vector belonged to a row that is gone; search skips it either
+        // way, this only reclaims it.
+        crate::vectors::forget_rows(self.store, &self.demoted_row_ids).await?;
         Ok(self.lock)
     }
 
@@ -263,54 +360,43 @@ impl<'a> SyncWriter<'a> {
     }
 }
 
-/// The message ids already stored. The row map's id index answers for the rows it covers,
-/// so only the ids of rows newer than it are loaded (every id, without a usable map): at
-/// 2.1M messages that is the difference between a scan of every id into a 70 MB set and
-/// none.
-struct KnownIds {
-    mapped: Option<Mapped>,
-    /// xxh3-128 of the ids the map does not cover, and of the ids this sync stored.
-    hashes: HashSet<u128>,
-}
-
-impl KnownIds {
-    async fn load(store: &Store) -> Result<KnownIds> {
-        let mut known = KnownIds {
-            mapped: None,
-            hashes: HashSet::new(),
-        };
-        let Some(ds) = store.dataset(MESSAGES).await? else {
-            return Ok(known);
-        };
-        known.mapped = store.mapped(&ds);
-        let delta = known.mapped.as_ref().map(|m| m.delta.clone());
-        if delta.as_ref().is_some_and(Vec::is_empty) {
-            return Ok(known);
-        }
+/// Rewrite the stored owners of `ids` as replayed copies: read them, delete them, append
+/// them again without search text (a new row id each). Returns the old row ids.
+async fn demote_owners(store: &Store, ids: &[&str]) -> Result<Vec<u64>> {
+    let mut old_row_ids = Vec::new();
+    for chunk in ids.chunks(500) {
+        let list: Vec<String> = chunk.iter().map(|i| sql_str(i)).collect();
+        let filter = format!("NOT replayed AND id IN ({})", list.join(","));
+        let ds = store.require(MESSAGES).await?;
         let mut scan = ds.scan();
-        scan.project(&["id"])?;
-        if let Some(fragments) = delta {
-            scan.with_fragments(fragments);
+        scan.with_row_id().filter(&filter)?;
+        let batches: Vec<RecordBatch> = scan.try_into_stream().await?.try_collect().await?;
+        let mut rows = Vec::new();
+        for b in &batches {
+            old_row_ids.extend(
+                primitive_col::<arrow_array::types::UInt64Type>(b, "_rowid")?
+                    .values()
+                    .iter(),
+            );
+            let columns: Vec<_> = schema::MESSAGES_SCHEMA
+                .fields()
+                .iter()
+                .map(|f| b.column_by_name(f.name()).cloned())
+                .collect::<Option<_>>()
+                .ok_or_else(|| StoreError::NotFound("messages column missing".into()))?;
+            let b = RecordBatch::try_new(schema::MESSAGES_SCHEMA.clone(), columns)?;
+            rows.push(schema::as_replayed(&b)?);
         }
-        let mut stream = scan.try_into_stream().await?;
-        while let Some(b) = stream.try_next().await? {
-            let col = string_col(&b, "id")?;
-            known
-                .hashes
-                .extend((0..col.len()).map(|i| xxh3_128(col.value(i).as_bytes())));
+        if rows.is_empty() {
+            continue;
         }
-        Ok(known)
+        let mut ds = ds;
+        ds.delete(&filter).await?;
+        for b in rows {
+            store.append(MESSAGES, b).await?;
+        }
     }
-
-    /// Note `id` as stored; `false` if it already was.
-    fn insert(&mut self, id: &str) -> Result<bool> {
-        if let Some(m) = &self.mapped {
-            if m.map.position_of_message(id)?.is_some() {
-                return Ok(false);
-            }
-        }
-        Ok(self.hashes.insert(xxh3_128(id.as_bytes())))
-    }
+    Ok(old_row_ids)
 }
 
 /// Insert or replace rows by key.

@@ -188,6 +188,10 @@ struct GetSessionArgs {
     /// The page before this message id (continue backwards).
     #[serde(default)]
     before: Option<String>,
+    /// Also list the parent's messages a subagent session replays at its start (its
+    /// context, left out by default: the parent session has them).
+    #[serde(default)]
+    include_replayed: Option<bool>,
 }
 
 /// pond_get_message arguments.
@@ -415,6 +419,7 @@ impl PondServer {
             after: args.after,
             before: args.before,
             max_bytes: get::DEFAULT_PAGE_BYTES,
+            include_replayed: args.include_replayed.unwrap_or(false),
         };
         if req.after.is_some() && req.before.is_some() {
             return Err("give either after or before, not both".into());
@@ -570,7 +575,7 @@ pub fn schema_text() -> String {
     out
 }
 
-const EXAMPLES: &str = "## Notes\n- `messages.search_text` is the conversational text (null for pure tool traffic); `searchable` is `search_text IS NOT NULL`.\n- `parts` holds every content block: `part_type` is text, thinking, tool_call, tool_result or image; a tool result's `call_id` joins its call.\n- `records.raw` is every source line verbatim.\n- `sessions.source_agent` is claude-code, claude-code/subagent or codex; subagent sessions have `parent_session_id`.\n\n## Examples\nSessions per project:\n```sql\nSELECT project, count(*) AS sessions, max(updated_at) AS last FROM sessions GROUP BY project ORDER BY sessions DESC LIMIT 20\n```\nThe latest sessions with titles:\n```sql\nSELECT id, title, project, updated_at FROM sessions ORDER BY updated_at DESC LIMIT 10\n```\nTools used most, and how often they failed:\n```sql\nSELECT tool_name, count(*) AS calls, sum(CASE WHEN is_error THEN 1 ELSE 0 END) AS errors FROM parts WHERE part_type = 'tool_result' GROUP BY tool_name ORDER BY calls DESC LIMIT 20\n```\nMessages per day in one project:\n```sql\nSELECT date_trunc('day', timestamp) AS day, count(*) AS n FROM messages WHERE project LIKE '%myrepo%' GROUP BY 1 ORDER BY 1\n```\nShell commands run in a session:\n```sql\nSELECT ordinal, body FROM parts WHERE session_id = '<id>' AND part_type = 'tool_call' AND tool_name IN ('Bash', 'shell') ORDER BY message_id, ordinal LIMIT 50\n```\n";
+const EXAMPLES: &str = "## Notes\n- `messages.search_text` is the conversational text (null for pure tool traffic); `searchable` is `search_text IS NOT NULL`.\n- A session lists every message line of its own file, so a message id can occur in several sessions (a subagent replays its parent's lines; a resumed session copies its predecessor's): the occurrence that owns it has `replayed = false`, the copies `replayed = true` (and no search text). Count distinct messages with `WHERE NOT replayed`.\n- `parts` holds every content block: `part_type` is text, thinking, tool_call, tool_result or image; a tool result's `call_id` joins its call.\n- `records.raw` is every source line verbatim.\n- `sessions.source_agent` is claude-code, claude-code/subagent or codex; subagent sessions have `parent_session_id`.\n\n## Examples\nSessions per project:\n```sql\nSELECT project, count(*) AS sessions, max(updated_at) AS last FROM sessions GROUP BY project ORDER BY sessions DESC LIMIT 20\n```\nThe latest sessions with titles:\n```sql\nSELECT id, title, project, updated_at FROM sessions ORDER BY updated_at DESC LIMIT 10\n```\nTools used most, and how often they failed:\n```sql\nSELECT tool_name, count(*) AS calls, sum(CASE WHEN is_error THEN 1 ELSE 0 END) AS errors FROM parts WHERE part_type = 'tool_result' GROUP BY tool_name ORDER BY calls DESC LIMIT 20\n```\nMessages per day in one project:\n```sql\nSELECT date_trunc('day', timestamp) AS day, count(*) AS n FROM messages WHERE project LIKE '%myrepo%' GROUP BY 1 ORDER BY 1\n```\nShell commands run in a session:\n```sql\nSELECT ordinal, body FROM parts WHERE session_id = '<id>' AND part_type = 'tool_call' AND tool_name IN ('Bash', 'shell') ORDER BY message_id, ordinal LIMIT 50\n```\n";
 
 impl ServerHandler for PondServer {
     fn get_info(&self) -> ServerConfig {

@@ -100,7 +100,7 @@ fn session_header(out: &mut String, s: &SessionInfo) {
 fn message(out: &mut String, m: &MessageView, marker: &str) {
     let _ = writeln!(
         out,
-        "{marker}#{} {} {} {}{}",
+        "{marker}#{} {} {} {}{}{}",
         m.position,
         time(m.timestamp),
         m.role,
@@ -108,7 +108,12 @@ fn message(out: &mut String, m: &MessageView, marker: &str) {
         m.model
             .as_deref()
             .map(|x| format!(" ({x})"))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        if m.replayed {
+            " [copy: another session holds the original]"
+        } else {
+            ""
+        }
     );
     if !m.text.is_empty() {
         let _ = writeln!(out, "{}", indent(&m.text, "  "));
@@ -133,13 +138,26 @@ pub fn session_page(p: &SessionPage) -> String {
         (Some(f), Some(l)) => (f.position, l.position),
         _ => (0, 0),
     };
-    let _ = write!(
-        out,
-        "messages {}-{} of {}",
-        if p.messages.is_empty() { 0 } else { first },
-        last,
-        p.total_messages
-    );
+    if p.messages.is_empty() {
+        let _ = write!(
+            out,
+            "no messages in this page; the session has {}",
+            p.total_messages
+        );
+    } else {
+        let _ = write!(out, "messages {first}-{last} of {}", p.total_messages);
+    }
+    if p.replayed_hidden > 0 {
+        let _ = write!(
+            out,
+            "; {} messages replayed from {} at the start left out (include_replayed shows them)",
+            p.replayed_hidden,
+            p.session
+                .parent_session_id
+                .as_deref()
+                .map_or("the parent session".to_owned(), |s| format!("session {s}"))
+        );
+    }
     if let Some(b) = &p.more_before {
         let _ = write!(out, "; earlier: before={b}");
     }
@@ -234,6 +252,33 @@ pub fn sync_report(r: &SyncReport) -> String {
             );
         }
     }
+    if r.replayed_messages > 0 {
+        let _ = writeln!(
+            out,
+            "replayed: {} message lines copy messages another session holds (kept in their sessions, searched once){}",
+            r.replayed_messages,
+            if r.demoted_messages > 0 {
+                format!("; {} earlier copies gave way to their originals", r.demoted_messages)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if r.rederived {
+        let _ = writeln!(
+            out,
+            "upgraded: sessions, messages and parts re-derived from the stored lines of {} files{}",
+            r.rederived_files,
+            if r.paths_repaired > 0 {
+                format!(
+                    " after merging {} second spellings of file paths",
+                    r.paths_repaired
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     if r.recovered_interrupted_sync {
         let _ = writeln!(
             out,
@@ -265,7 +310,7 @@ pub fn sync_report(r: &SyncReport) -> String {
 
 pub fn counts(c: &StoreCounts) -> String {
     format!(
-        "sessions {}, messages {} ({} searchable), parts {}, records {}, files {}",
-        c.sessions, c.messages, c.searchable_messages, c.parts, c.records, c.files
+        "sessions {}, messages {} ({} searchable, {} replayed copies), parts {}, records {}, files {}",
+        c.sessions, c.messages, c.searchable_messages, c.replayed_messages, c.parts, c.records, c.files
     )
 }

@@ -257,7 +257,7 @@ fn rows_not_yet_indexed_are_still_found() {
 }
 
 #[test]
-fn a_resumed_copy_at_the_same_lines_stores_each_message_and_its_parts_once() {
+fn a_resumed_copy_at_the_same_lines_keeps_its_session_whole_and_is_searched_once() {
     let env = Env::new();
     let src = env.sources();
     let dir = src.join("claude/projects/-home-dev-shop");
@@ -270,9 +270,33 @@ fn a_resumed_copy_at_the_same_lines_stores_each_message_and_its_parts_once() {
     .unwrap();
     env.sync(&src);
     let per_message = env.sql_json(
-        "SELECT message_id, count(*) AS n FROM parts GROUP BY message_id HAVING count(*) > 1 AND message_id <> 'c-u4'",
+        "SELECT session_id, message_id, count(*) AS n FROM parts GROUP BY session_id, message_id, ordinal HAVING count(*) > 1",
     );
-    assert_eq!(per_message, serde_json::json!([]), "no part stored twice");
-    assert_eq!(env.count("messages"), 23);
-    assert_eq!(env.count("parts"), 24);
+    assert_eq!(
+        per_message,
+        serde_json::json!([]),
+        "no part stored twice in a session"
+    );
+    let owners = env.sql_json("SELECT count(*) AS n FROM messages WHERE NOT replayed");
+    assert_eq!(owners[0]["n"], 23, "each message owned once");
+    let page = |id: &str| {
+        let p = env.json(&["get-session", id, "--json", "--limit", "200"]);
+        p["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let copy = page("99999999-9999-4999-8999-999999999999");
+    assert!(!copy.is_empty());
+    assert_eq!(copy, page("11111111-1111-4111-8111-111111111111"));
+    // Each message once (c-u2 and c-a3), in the session that owns it.
+    let hits = env.json(&["search", "drift by a cent", "--json"]);
+    assert_eq!(hits["hits"], 2, "{hits}");
+    assert_eq!(hits["sessions"].as_array().unwrap().len(), 1, "{hits}");
+    assert_eq!(
+        hits["sessions"][0]["session_id"],
+        "11111111-1111-4111-8111-111111111111"
+    );
 }

@@ -188,16 +188,35 @@ async fn execute(
                 .await
                 .map_err(sync_error)?;
             report.peak_kib = peak_kib();
-            Ok(Output::Sync(report))
+            Ok(Output::Sync(Box::new(report)))
         }
         Job::Rebuild(req) => {
             let started = Instant::now();
-            let lock = store.lock().map_err(store_error)?;
+            let (lock, repaired) = crate::sync::repair_store(store).await.map_err(sync_error)?;
+            // Re-derived messages need every index and the row map afresh.
+            let all = repaired.rederived;
             let mut step = |name: &str| progress(Progress::Step(name.to_owned()));
-            let mut steps = indexes::rebuild(store, &lock, req.fts, req.scalar, &mut step)
-                .await
-                .map_err(store_error)?;
+            let mut steps =
+                indexes::rebuild(store, &lock, req.fts || all, req.scalar || all, &mut step)
+                    .await
+                    .map_err(store_error)?;
             let mut rowmap_bytes = 0;
+            if req.rowmap || all {
+                step("row map (messages.rmm)");
+                let t = Instant::now();
+                let stats = rowmap::build(store, &lock).await.map_err(store_error)?;
+                rowmap_bytes = stats.file_bytes;
+                steps.push((
+                    format!("row map: {} rows, {} sessions", stats.rows, stats.sessions),
+                    t.elapsed().as_millis() as u64,
+                ));
+            }
+            if all {
+                step("vectors moved to the re-derived messages");
+                crate::sync::rekey_vectors(store)
+                    .await
+                    .map_err(sync_error)?;
+            }
             if req.vectors {
                 step("vector index");
                 let t = Instant::now();
@@ -206,16 +225,6 @@ async fn execute(
                     .map_err(store_error)?;
                 steps.push((
                     format!("vector index: {}", format!("{done:?}").to_lowercase()),
-                    t.elapsed().as_millis() as u64,
-                ));
-            }
-            if req.rowmap {
-                step("row map (messages.rmm)");
-                let t = Instant::now();
-                let stats = rowmap::build(store, &lock).await.map_err(store_error)?;
-                rowmap_bytes = stats.file_bytes;
-                steps.push((
-                    format!("row map: {} rows, {} sessions", stats.rows, stats.sessions),
                     t.elapsed().as_millis() as u64,
                 ));
             }
@@ -231,6 +240,8 @@ async fn execute(
                 rows,
                 unindexed_rows,
                 rowmap_bytes,
+                paths_repaired: repaired.paths_repaired,
+                rederived: repaired.rederived,
                 elapsed_ms: started.elapsed().as_millis() as u64,
                 peak_kib: peak_kib(),
             }))

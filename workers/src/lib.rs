@@ -12,4 +12,5 @@
 
 pub mod jobs;
 pub mod process;
+pub mod repair;
 pub mod sync;

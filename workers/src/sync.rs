@@ -5,7 +5,7 @@
 //! [`FLUSH_BYTES`] (or [`FLUSH_MESSAGES`]), and only file cursors and the store-wide
 //! message-id hash set (16 bytes an id) live for the whole job.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,7 +16,9 @@ use pond_ingest::{
     discover, read_file, FileBatch, FileCursor, ReadOutcome, SourceFile, SourceKind,
 };
 use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
-use pond_store::{indexes, rowmap, Store, SyncWriter};
+use pond_store::{indexes, rowmap, vectors, Store, StoreLock, SyncWriter};
+
+use crate::repair;
 
 pub const FLUSH_BYTES: usize = 64 << 20;
 /// Unread bytes per read window (two windows are in memory at once: one parsed, one read).
@@ -71,7 +73,7 @@ pub async fn run(
     let mut report = SyncReport::default();
     let mut writer = SyncWriter::begin(store).await?;
     report.recovered_interrupted_sync = writer.recovered;
-    let cursors = writer.cursors().await?;
+    let mut cursors = writer.cursors().await?;
 
     let mut files = Vec::new();
     let mut seen_paths = HashSet::new();
@@ -88,6 +90,11 @@ pub async fn run(
             }
         }
     }
+    // Parents before subagents across sources too: fewer owners to demote.
+    files.sort_by_key(|f| f.is_subagent);
+    let t = Instant::now();
+    let mut new_cursors = upgrade(store, &mut writer, &mut cursors, &files, &mut report).await?;
+    report.write_ms += t.elapsed().as_millis() as u64;
     let (windows, unread) = plan_windows(&files, &cursors);
     let mut prog = SyncProgress {
         files_total: files.len() as u64,
@@ -98,12 +105,11 @@ pub async fn run(
 
     let mut pending = FileBatch::default();
     let mut rewritten = Vec::new();
-    let mut new_cursors = Vec::new();
     let mut sessions = HashSet::new();
     // Files are read in windows: while window k is written, window k+1 is parsed on
     // blocking threads (one per core), so parsing overlaps writing and uses every core.
-    // Outcomes are consumed in file order, so which replayed uuid is "first" never depends
-    // on thread timing.
+    // Outcomes are consumed in file order, so the sync's writes never depend on thread
+    // timing.
     let files = Arc::new(files);
     let cursors = Arc::new(cursors);
     let spawn = |range: Range<usize>| {
@@ -159,7 +165,7 @@ pub async fn run(
                 tracing::debug!(path = %s.path, line = s.line, reason = %s.reason, "skipped");
             }
             if !matches!(out.mode, ReadMode::Unchanged | ReadMode::Failed) {
-                new_cursors.push((path, out.cursor));
+                new_cursors.insert(path, out.cursor);
             }
             pending.append(out.batch);
             if pending.approx_bytes() >= FLUSH_BYTES || pending.messages.len() >= FLUSH_MESSAGES {
@@ -171,13 +177,18 @@ pub async fn run(
     flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
     let t = Instant::now();
     // Indexes and the row map are brought up to date under the same lock.
-    let lock = writer.commit(new_cursors).await?;
+    let lock = writer.commit(new_cursors.into_iter().collect()).await?;
     report.write_ms += t.elapsed().as_millis() as u64;
     report.sessions_touched = sessions.len() as u64;
 
-    if !req.skip_index {
+    // Re-derived messages have no indexes; a demoted owner's text is still in the
+    // full-text index (its statistics too): both are rebuilt whatever `skip_index` says.
+    if !req.skip_index || report.rederived || report.demoted_messages > 0 {
         let wrote = report.messages_added > 0 || report.recovered_interrupted_sync;
         let t = Instant::now();
+        if report.rederived || report.demoted_messages > 0 {
+            indexes::rebuild(store, &lock, true, report.rederived, &mut |_| {}).await?;
+        }
         let idx = indexes::ensure_indexes(store, wrote).await?;
         report.index_ms = t.elapsed().as_millis() as u64;
         report.indexes_created = idx.created as u64;
@@ -188,10 +199,74 @@ pub async fn run(
             report.rowmap_rows = stats.rows;
             report.rowmap_ms = t.elapsed().as_millis() as u64;
         }
+        if report.rederived {
+            rekey_vectors(store).await?;
+        }
     }
     drop(lock);
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
+}
+
+/// Bring the store to the current row model and one spelling per file, in `writer`'s
+/// transaction, before new lines are read: merge second spellings of discovered files
+/// (`crate::repair`), and re-derive sessions, messages and parts from `records` when a
+/// path was repaired or an older pond wrote the store. Returns the cursors to store (those
+/// of renamed files; the sync adds the files it reads).
+async fn upgrade(
+    store: &Store,
+    writer: &mut SyncWriter<'_>,
+    cursors: &mut HashMap<String, FileCursor>,
+    discovered: &[SourceFile],
+    report: &mut SyncReport,
+) -> Result<BTreeMap<String, FileCursor>, SyncError> {
+    let repairs = repair::plan(cursors, discovered);
+    if repairs.is_empty() && !store.outdated().await? {
+        return Ok(BTreeMap::new());
+    }
+    let moved = repair::apply(writer, &repairs, cursors).await?;
+    let (files, stats) = repair::rederive(store, writer, cursors, FLUSH_BYTES).await?;
+    report.paths_repaired = repairs.len() as u64;
+    report.rederived = true;
+    report.rederived_files = files;
+    report.replayed_messages += stats.replayed_messages as u64;
+    report.demoted_messages += stats.demoted_messages as u64;
+    Ok(moved.into_iter().collect())
+}
+
+/// `pond rebuild`'s first step: the repairs and the upgrade a sync would make (see
+/// [`upgrade`]), for the spellings the store itself shows (nothing is discovered). Returns
+/// the store lock, which the rebuild keeps.
+pub async fn repair_store(store: &Store) -> Result<(StoreLock, SyncReport), SyncError> {
+    let mut report = SyncReport::default();
+    let mut writer = SyncWriter::begin(store).await?;
+    report.recovered_interrupted_sync = writer.recovered;
+    let mut cursors = writer.cursors().await?;
+    let moved = upgrade(store, &mut writer, &mut cursors, &[], &mut report).await?;
+    let lock = writer.commit(moved.into_iter().collect()).await?;
+    Ok((lock, report))
+}
+
+/// After messages were re-derived: point the stored vectors at the new rows (`vectors::
+/// rekey`) and rebuild their index. Skipped, with a warning, while a backfill holds the
+/// embedding lock: vector search then skips the stale vectors until the next rebuild.
+pub async fn rekey_vectors(store: &Store) -> Result<(), SyncError> {
+    let Ok(_embed) = store.embed_lock() else {
+        tracing::warn!(
+            "a backfill is running: vectors keep their old rows until `pond rebuild --vectors`"
+        );
+        return Ok(());
+    };
+    let Some(ds) = store.dataset(pond_store::schema::MESSAGES).await? else {
+        return Ok(());
+    };
+    let Some(mapped) = store.mapped(&ds) else {
+        return Ok(());
+    };
+    let (kept, dropped) = vectors::rekey(store, &mapped.map).await?;
+    tracing::info!(kept, dropped, "vectors moved to the re-derived messages");
+    vectors::ensure_index(store, vectors::VECTOR_INDEX_MIN_ROWS, true).await?;
+    Ok(())
 }
 
 /// Split the files into windows of about [`WINDOW_BYTES`] of unread data; also returns the
@@ -282,5 +357,7 @@ async fn flush(
     report.records_added += stats.records as u64;
     report.duplicate_messages += stats.duplicate_messages as u64;
     report.duplicate_records += stats.duplicate_records as u64;
+    report.replayed_messages += stats.replayed_messages as u64;
+    report.demoted_messages += stats.demoted_messages as u64;
     Ok(())
 }

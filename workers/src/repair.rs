@@ -1,0 +1,264 @@
+//! Keeping a store at one row model and one identity per source file.
+//!
+//! A file's path is its identity in the store (records, cursors, messages carry it).
+//! Discovery hands out canonical paths (absolute, symlinks resolved), but stores written
+//! before it did may hold one file under two spellings (`./x` and `/abs/x`, a symlinked
+//! home and its target), every line stored twice. [`plan`] finds such spellings: a stored
+//! path that is not canonical and whose canonical form is a file with the same head as the
+//! stored cursor recorded. Each becomes a [`Repair`]: renamed to the canonical path when that
+//! is not stored, dropped (records and cursor) when it is.
+//!
+//! Both repairs and an upgrade from the model of older ponds (one row per message id) end
+//! in [`rederive`]: sessions, messages and parts rebuilt from `records`, in the same
+//! transaction, never by reading source files that may be gone.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use pond_ingest::discover::classify;
+use pond_ingest::reader::LineParser;
+use pond_ingest::{FileBatch, FileCursor, SourceFile, SourceKind};
+use pond_store::records::StoredLines;
+use pond_store::{Store, SyncWriter, WriteStats};
+use xxhash_rust::xxh3::xxh3_64;
+
+/// What to do about one stored spelling of a file's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repair {
+    /// Store `from`'s lines and cursor under `to`, its canonical path.
+    Rename { from: String, to: String },
+    /// `from`'s lines are stored under the canonical path already: delete them.
+    Drop { from: String, canonical: String },
+}
+
+/// `path` without `.` components (a relative spelling as discovery once wrote it).
+fn normalized(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect()
+}
+
+/// Whether the file at `path` still starts with the bytes `cursor` hashed.
+fn same_head(path: &Path, cursor: &FileCursor) -> bool {
+    let Ok(mut f) = File::open(path) else {
+        return false;
+    };
+    let mut buf = vec![0u8; cursor.head_len as usize];
+    f.read_exact(&mut buf).is_ok() && xxh3_64(&buf) == cursor.head_hash
+}
+
+/// The spellings to repair among the stored `cursors`, given the canonical paths this sync
+/// discovered (none for a rebuild). A stored path is another spelling of canonical `c` when
+/// it canonicalizes to `c` (a symlink or `..` spelling that still resolves), or when it is
+/// relative and `c`, discovered or stored, ends with it; either way `c`'s head must match
+/// what the stored cursor hashed, so a different file of the same name is never merged.
+pub fn plan(cursors: &HashMap<String, FileCursor>, discovered: &[SourceFile]) -> Vec<Repair> {
+    let canonical: HashSet<&Path> =
+        discovered
+            .iter()
+            .map(|f| f.path.as_path())
+            .chain(cursors.keys().map(Path::new).filter(|p| {
+                p.is_absolute() && std::fs::canonicalize(p).ok().as_deref() == Some(*p)
+            }))
+            .collect();
+    let mut out = Vec::new();
+    let mut stored: Vec<&String> = cursors.keys().collect();
+    stored.sort();
+    for s in stored {
+        let sp = Path::new(s.as_str());
+        if canonical.contains(sp) {
+            continue;
+        }
+        let cursor = &cursors[s];
+        let target = if sp.is_absolute() {
+            std::fs::canonicalize(sp).ok().filter(|c| c != sp)
+        } else {
+            let tail = normalized(sp);
+            let mut matches = canonical.iter().filter(|c| c.ends_with(&tail));
+            match (matches.next(), matches.next()) {
+                (Some(c), None) => Some(c.to_path_buf()),
+                _ => None,
+            }
+        };
+        let Some(target) = target else { continue };
+        let to = target.to_string_lossy().into_owned();
+        let matches = match cursors.get(&to) {
+            Some(c) => c.head_len == cursor.head_len && c.head_hash == cursor.head_hash,
+            None => same_head(&target, cursor),
+        };
+        if !matches {
+            continue;
+        }
+        out.push(if cursors.contains_key(&to) {
+            Repair::Drop {
+                from: s.clone(),
+                canonical: to,
+            }
+        } else {
+            Repair::Rename {
+                from: s.clone(),
+                to,
+            }
+        });
+    }
+    out
+}
+
+/// Apply `repairs` in `writer`'s transaction and update `cursors` to match. Returns the
+/// cursors to store under their new paths.
+pub async fn apply(
+    writer: &mut SyncWriter<'_>,
+    repairs: &[Repair],
+    cursors: &mut HashMap<String, FileCursor>,
+) -> pond_store::Result<Vec<(String, FileCursor)>> {
+    let mut moved = Vec::new();
+    for r in repairs {
+        match r {
+            Repair::Rename { from, to } => {
+                tracing::warn!(%from, %to, "storing a file under its canonical path");
+                writer.rename_source(from, to).await?;
+                if let Some(c) = cursors.remove(from) {
+                    cursors.insert(to.clone(), c.clone());
+                    moved.push((to.clone(), c));
+                }
+            }
+            Repair::Drop { from, canonical } => {
+                tracing::warn!(%from, %canonical, "removing a second copy of a file's lines");
+                writer.drop_source(from).await?;
+                cursors.remove(from);
+            }
+        }
+    }
+    Ok(moved)
+}
+
+/// Re-derive sessions, messages and parts from every stored line: the derived datasets
+/// are emptied in `writer`'s transaction, then each file's lines go through the parsers
+/// again (session files before subagent files, as a sync reads them) and are written like
+/// a sync's. `flush_bytes` bounds the rows held between writes.
+pub async fn rederive(
+    store: &Store,
+    writer: &mut SyncWriter<'_>,
+    cursors: &HashMap<String, FileCursor>,
+    flush_bytes: usize,
+) -> pond_store::Result<(u64, WriteStats)> {
+    writer.reset_derived().await?;
+    let mut stats = WriteStats::default();
+    let Some(lines) = StoredLines::index(store).await? else {
+        return Ok((0, stats));
+    };
+    let mut files: Vec<SourceFile> = lines
+        .by_file
+        .keys()
+        .map(|p| {
+            let kind = cursors
+                .get(p)
+                .and_then(|c| c.format.as_deref())
+                .and_then(SourceKind::parse);
+            classify(PathBuf::from(p), kind)
+        })
+        .collect();
+    files.sort_by(|a, b| {
+        (a.is_subagent, a.path.as_os_str()).cmp(&(b.is_subagent, b.path.as_os_str()))
+    });
+    let mut pending = FileBatch::default();
+    for f in &files {
+        let path = f.path.to_string_lossy();
+        let cursor = cursors.get(path.as_ref());
+        let mut parser = LineParser::new(
+            f,
+            cursor.and_then(|c| c.format.as_deref()),
+            cursor.map_or(0, |c| c.mtime_ns),
+        );
+        let rows: Vec<u64> = lines.by_file[path.as_ref()].iter().map(|l| l.1).collect();
+        for chunk in rows.chunks(4096) {
+            for l in lines.read(chunk).await? {
+                parser.line(l.line, l.byte_offset, &l.raw);
+            }
+            pending.append(parser.drain());
+            if pending.approx_bytes() >= flush_bytes {
+                stats.add(writer.write(std::mem::take(&mut pending), &[]).await?);
+            }
+        }
+        pending.append(parser.finish());
+    }
+    stats.add(writer.write(pending, &[]).await?);
+    Ok((files.len() as u64, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cursor_of(path: &Path) -> FileCursor {
+        let bytes = std::fs::read(path).unwrap();
+        let head_len = bytes.len().min(4096);
+        FileCursor {
+            offset: bytes.len() as u64,
+            head_len: head_len as u64,
+            head_hash: xxh3_64(&bytes[..head_len]),
+            ..FileCursor::default()
+        }
+    }
+
+    #[test]
+    fn finds_relative_and_symlinked_spellings_of_the_same_file() {
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::create_dir_all(root.join("real/p")).unwrap();
+        let file = root.join("real/p/s.jsonl");
+        std::fs::write(&file, "{\"a\":1}\n").unwrap();
+        std::fs::write(root.join("real/p/other.jsonl"), "{\"b\":2}\n").unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        let canon = file.to_string_lossy().into_owned();
+        let c = cursor_of(&file);
+        let found = |stored: &[&str], discovered: &[&Path]| {
+            let cursors: HashMap<String, FileCursor> =
+                stored.iter().map(|s| (s.to_string(), c.clone())).collect();
+            let files: Vec<SourceFile> = discovered
+                .iter()
+                .map(|p| classify(p.to_path_buf(), None))
+                .collect();
+            plan(&cursors, &files)
+        };
+        let link = root.join("link/p/s.jsonl").to_string_lossy().into_owned();
+        // A symlinked spelling stored beside the canonical one: dropped.
+        assert_eq!(
+            found(&[&canon, &link], &[]),
+            vec![Repair::Drop {
+                from: link.clone(),
+                canonical: canon.clone()
+            }]
+        );
+        // Alone, it is renamed.
+        assert_eq!(
+            found(&[&link], &[]),
+            vec![Repair::Rename {
+                from: link,
+                to: canon.clone()
+            }]
+        );
+        // A relative spelling: matched against the discovered canonical path.
+        assert_eq!(
+            found(&["./real/p/s.jsonl"], &[&file]),
+            vec![Repair::Rename {
+                from: "./real/p/s.jsonl".into(),
+                to: canon.clone()
+            }]
+        );
+        assert_eq!(
+            found(&["real/p/s.jsonl", &canon], &[]),
+            vec![Repair::Drop {
+                from: "real/p/s.jsonl".into(),
+                canonical: canon.clone()
+            }]
+        );
+        // Another file of that name (another head) is left alone, and so is a canonical
+        // path or one that resolves to nothing.
+        assert!(found(&["p/other.jsonl"], &[&root.join("real/p/other.jsonl")]).is_empty());
+        assert!(found(&[&canon], &[&file]).is_empty());
+        assert!(found(&["gone/s.jsonl"], &[]).is_empty());
+    }
+}
