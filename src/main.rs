@@ -12,12 +12,15 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use pond_ingest::SourceKind;
-use pond_protocol::job::{BackfillReport, BackfillRequest, RebuildReport, RebuildRequest};
+use pond_protocol::job::{
+    BackfillReport, BackfillRequest, RebuildReport, RebuildRequest, SqlFormat as JobSqlFormat,
+    SqlJob,
+};
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::{Job, Output, Progress, WorkerKind};
 use pond_store::get::{self, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest, SortBy};
-use pond_store::sql::{self, SqlFormat, SqlLimits};
+use pond_store::sql::SqlLimits;
 use pond_store::{Store, StoreConfig};
 use pond_supervisor::mcp::AutoSync;
 use pond_supervisor::{
@@ -60,6 +63,15 @@ struct Cli {
     /// Kill the SQL worker if its footprint passes this many MiB (0: no budget)
     #[arg(long, global = true, default_value_t = 1536)]
     sql_memory_mib: u64,
+    /// Kill a sync worker if its footprint passes this many MiB (0: no budget); a file it
+    /// was reading when killed twice is skipped until it changes
+    #[arg(
+        long,
+        global = true,
+        env = "POND_SYNC_MEMORY_MIB",
+        default_value_t = 2048
+    )]
+    sync_memory_mib: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -116,6 +128,10 @@ enum ModelAction {
     Fetch {
         #[arg(default_value = pond_embed::fetch::DEFAULT_MODEL)]
         repo: String,
+        /// The hub revision (a commit) [default: a pinned commit for the default model,
+        /// else main]
+        #[arg(long)]
+        revision: Option<String>,
     },
     /// Show the store's model
     Show,
@@ -291,7 +307,21 @@ fn emit<T: serde::Serialize>(json: bool, value: &T, text: fn(&T) -> String) -> R
     }
 }
 
+/// Report a panic (a bug) by where it happened, never by its message: a message can quote
+/// the archived text being handled, and stderr ends up in an MCP host's log.
+fn quiet_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("pond: internal error{at} (a bug; please report it)");
+    }));
+}
+
 fn main() -> std::process::ExitCode {
+    quiet_panics();
+    pond_store::owner_only();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -374,6 +404,11 @@ fn runner(cli: &Cli, store: &Arc<Store>) -> Result<Runner> {
     ]);
     let mut config = WorkersConfig::new(WorkerCommand { exe, args });
     config.idle_exit = Duration::from_secs(cli.worker_idle_secs.max(1));
+    if cli.sync_memory_mib > 0 {
+        config
+            .memory_budget_kib
+            .insert(WorkerKind::Sync, cli.sync_memory_mib << 10);
+    }
     if cli.sql_memory_mib > 0 {
         config
             .memory_budget_kib
@@ -393,6 +428,7 @@ async fn run(cli: Cli) -> Result<()> {
             | Command::Rebuild { .. }
             | Command::Sync { .. }
             | Command::Embed { .. }
+            | Command::Sql { .. }
             | Command::Search {
                 mode: Mode::Vector | Mode::Hybrid,
                 ..
@@ -568,22 +604,34 @@ async fn run(cli: Cli) -> Result<()> {
             max_rows,
             timeout_seconds,
         } => {
-            let limits = SqlLimits {
-                max_rows: max_rows.max(1),
-                timeout: Duration::from_secs(timeout_seconds.max(1)),
-                ..SqlLimits::default()
+            // In the sql worker, like the MCP server's: its memory budget and its kill at
+            // the deadline hold here too, and only the capped, rendered result comes back.
+            let runner = runner();
+            let timeout = timeout_seconds.max(1);
+            let job = Job::Sql(SqlJob {
+                query,
+                format: match format {
+                    Format::Table => JobSqlFormat::Table,
+                    Format::Json => JobSqlFormat::Json,
+                    Format::Csv => JobSqlFormat::Csv,
+                },
+                max_rows: max_rows.max(1) as u64,
+                max_bytes: SqlLimits::default().max_bytes as u64,
+                timeout_ms: timeout * 1000,
+            });
+            let opts = JobOptions {
+                deadline: Some(Duration::from_secs(timeout + 5)),
+                progress: None,
+                ..JobOptions::default()
             };
-            let result = sql::run_sql(&store, &query, limits).await?;
-            let format = match format {
-                Format::Table => SqlFormat::Table,
-                Format::Json => SqlFormat::Json,
-                Format::Csv => SqlFormat::Csv,
+            let outcome = runner.run(job, opts).await;
+            runner.shutdown().await;
+            let out = match outcome? {
+                Output::Sql(out) => out,
+                other => anyhow::bail!("unexpected reply to a query: {other:?}"),
             };
-            print!("{}", sql::render(&result, format)?);
-            if format == SqlFormat::Table {
-                println!();
-            }
-            eprintln!("{}", result.footer());
+            println!("{}", out.text.trim_end());
+            eprintln!("{}", out.footer);
             Ok(())
         }
         Command::Status { json } => {
@@ -596,6 +644,7 @@ async fn run(cli: Cli) -> Result<()> {
             let rowmap = pond_store::rowmap::describe(&store, messages.as_ref());
             let embeddings =
                 pond_store::vectors::describe(&store, counts.searchable_messages).await;
+            let last_sync = store.report("sync");
             if json {
                 print_json(&serde_json::json!({
                     "store": store.root(),
@@ -603,6 +652,7 @@ async fn run(cli: Cli) -> Result<()> {
                     "unindexed_rows": unindexed,
                     "rowmap": rowmap,
                     "embeddings": embeddings,
+                    "last_sync": last_sync,
                 }))
             } else {
                 println!("store {}", store.root().display());
@@ -610,6 +660,9 @@ async fn run(cli: Cli) -> Result<()> {
                 println!("full-text index: {unindexed} rows not yet indexed");
                 println!("{rowmap}");
                 println!("{embeddings}");
+                if let Some(saved) = &last_sync {
+                    print!("{}", render::last_sync(saved));
+                }
                 Ok(())
             }
         }
@@ -621,6 +674,7 @@ async fn rebuild(runner: &Runner, req: RebuildRequest) -> Result<RebuildReport> 
     let opts = JobOptions {
         deadline: None,
         progress: Some(tx),
+        ..JobOptions::default()
     };
     let show = tokio::spawn(async move {
         while let Some(p) = rx.recv().await {
@@ -663,6 +717,7 @@ fn source_list(source: Option<Agent>, path: Option<PathBuf>) -> Vec<SyncSource> 
 async fn run_with_bar(
     runner: &Runner,
     job: Job,
+    stall: Option<Duration>,
     template: &str,
     show: fn(&indicatif::ProgressBar, Progress),
 ) -> Result<Output, pond_protocol::JobError> {
@@ -682,6 +737,7 @@ async fn run_with_bar(
     });
     let opts = JobOptions {
         deadline: None,
+        stall,
         progress: Some(tx),
     };
     let outcome = runner.run(job, opts).await;
@@ -697,6 +753,7 @@ async fn backfill(runner: &Runner, limit: u64) -> Result<BackfillReport> {
     let outcome = run_with_bar(
         runner,
         Job::Backfill(BackfillRequest { limit }),
+        None,
         "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} messages embedded ({eta})",
         |b, p| {
             if let Progress::Embed(p) = p {
@@ -750,7 +807,7 @@ async fn model(store: &Store, action: ModelAction) -> Result<()> {
             let prefixes = query_prefix.zip(passage_prefix);
             pond_embed::import(&dir, &dst, &name, prefixes)?
         }
-        ModelAction::Fetch { repo } => {
+        ModelAction::Fetch { repo, revision } => {
             let download = store.root().join("model.download");
             let mut last = String::new();
             let mut show = |file: &str, got: u64, total: Option<u64>| {
@@ -764,9 +821,14 @@ async fn model(store: &Store, action: ModelAction) -> Result<()> {
                     last = line;
                 }
             };
-            let fetched = pond_embed::fetch::download(&repo, &download, &mut show).await;
+            let revision =
+                revision.unwrap_or_else(|| pond_embed::fetch::default_revision(&repo).to_owned());
+            let fetched = pond_embed::fetch::download(&repo, &revision, &download, &mut show).await;
             eprintln!();
-            let imported = fetched.and_then(|()| pond_embed::import(&download, &dst, &repo, None));
+            let imported = fetched.and_then(|f| {
+                pond_embed::import(&download, &dst, &repo, None)?;
+                pond_embed::Manifest::set_revision(&dst, &f.revision)
+            });
             let _ = std::fs::remove_dir_all(&download);
             imported?
         }
@@ -803,6 +865,7 @@ async fn sync(
     let outcome = run_with_bar(
         runner,
         Job::Sync(req),
+        Some(pond_supervisor::sync_stall()),
         "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
         |b, p| {
             if let Progress::Sync(p) = p {

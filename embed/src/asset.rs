@@ -31,9 +31,33 @@ pub struct Manifest {
     /// The weight type of the imported file.
     pub source_dtype: String,
     pub parameters: u64,
+    /// xxh3 of the asset's weights file, as 16 hex digits: vectors are keyed by it too, so
+    /// a changed model under the same name never serves the old one's vectors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<String>,
+    /// The hub commit a fetched model came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
 }
 
 impl Manifest {
+    /// What vectors of this model are stored under: the name and its weights' hash (the
+    /// name alone for an asset imported before weights were hashed).
+    pub fn vector_key(&self) -> String {
+        match &self.weights {
+            Some(h) => format!("{}@{}", self.name, &h[..h.len().min(12)]),
+            None => self.name.clone(),
+        }
+    }
+
+    /// Record the hub commit a fetched asset came from.
+    pub fn set_revision(dir: &Path, revision: &str) -> Result<Manifest> {
+        let mut m = Manifest::read(dir)?;
+        m.revision = Some(revision.to_owned());
+        std::fs::write(dir.join("manifest.json"), serde_json::to_vec_pretty(&m)?)?;
+        Ok(m)
+    }
+
     pub fn read(dir: &Path) -> Result<Manifest> {
         let path = dir.join("manifest.json");
         let bytes = std::fs::read(&path).map_err(|e| {
@@ -53,6 +77,21 @@ struct ConfigHead {
     max_position_embeddings: usize,
     #[serde(default)]
     model_type: Option<String>,
+}
+
+/// xxh3-64 of a file, read a MiB at a time, as 16 hex digits.
+fn file_hash(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let mut f = File::open(path)?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(format!("{:016x}", h.digest()));
+        }
+        h.update(&buf[..n]);
+    }
 }
 
 fn dtype_name(d: Dtype) -> String {
@@ -187,6 +226,7 @@ pub fn import(
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging)?;
     safetensors::serialize_to_file(views, None, &staging.join("model.safetensors"))?;
+    let weights = file_hash(&staging.join("model.safetensors"))?;
     std::fs::copy(&tokenizer_path, staging.join("tokenizer.json"))?;
     std::fs::copy(&config_path, staging.join("config.json"))?;
     let e5 = name.to_lowercase().contains("e5");
@@ -207,6 +247,8 @@ pub fn import(
         dtype: ASSET_DTYPE.into(),
         source_dtype: source_dtype.map_or_else(|| "none".into(), dtype_name),
         parameters,
+        weights: Some(weights),
+        revision: None,
     };
     std::fs::write(
         staging.join("manifest.json"),

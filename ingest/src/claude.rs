@@ -30,7 +30,7 @@ impl ClaudeParser {
             common.session.id = file
                 .path
                 .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
+                .map(crate::paths::os_key)
                 .unwrap_or_default();
         }
         if common.session.parent_id.is_none() {

@@ -28,10 +28,11 @@ fn id_from_file_name(file: &SourceFile) -> String {
     let stem = file
         .path
         .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
+        .map(crate::paths::os_key)
         .unwrap_or_default();
-    if stem.len() >= 36 {
-        let tail = &stem[stem.len() - 36..];
+    // The tail is sliced by bytes: a name with other characters before it may not have a
+    // char boundary there, and then it has no uuid tail either.
+    if let Some(tail) = stem.len().checked_sub(36).and_then(|at| stem.get(at..)) {
         if tail.chars().filter(|&c| c == '-').count() == 4
             && tail.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
         {
@@ -272,6 +273,38 @@ impl CodexParser {
                 out.messages.push(m);
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str) -> SourceFile {
+        SourceFile {
+            path: std::path::PathBuf::from(format!("/x/{name}")),
+            kind: None,
+            parent_session: None,
+            is_subagent: false,
+        }
+    }
+
+    #[test]
+    fn ids_from_any_file_name() {
+        let uuid = "019d688b-3b5f-72c0-8028-4a4af562b9f5";
+        assert_eq!(
+            id_from_file_name(&file(&format!("rollout-2026-04-07T23-24-08-{uuid}.jsonl"))),
+            uuid
+        );
+        for odd in [
+            "rollout-é.jsonl",
+            "rollout-ééééééééééééééééééééééééééééééé.jsonl",
+            "日本語のファイル名です日本語のファイル名です.jsonl",
+            "r.jsonl",
+        ] {
+            let id = id_from_file_name(&file(odd));
+            assert_eq!(id, odd.trim_end_matches(".jsonl"));
         }
     }
 }

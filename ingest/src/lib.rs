@@ -14,7 +14,9 @@
 pub mod claude;
 pub mod codex;
 pub mod discover;
+mod json;
 pub mod model;
+pub mod paths;
 pub mod reader;
 #[cfg(test)]
 mod tests;

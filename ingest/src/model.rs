@@ -2,6 +2,8 @@
 //!
 //! Timestamps are milliseconds since the Unix epoch, UTC.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// Who speaks in a message. `Tool` is a tool result handed back to the model.
@@ -179,6 +181,21 @@ pub struct Skip {
     pub reason: String,
 }
 
+impl Skip {
+    /// The reason's kind, for counting: the text before its first colon or parenthesis.
+    pub fn kind(&self) -> &str {
+        self.reason
+            .split([':', '('])
+            .next()
+            .unwrap_or(&self.reason)
+            .trim()
+    }
+}
+
+/// Skipped lines kept in full per file pass; the others are only counted (10 MiB of blank
+/// lines once held ten million of them).
+pub const SKIP_EXAMPLES_PER_FILE: usize = 20;
+
 /// Everything read from one file in one pass (or several files, appended in order).
 ///
 /// Contract: the parts of a message are contiguous in `parts`, in the order of their
@@ -189,7 +206,10 @@ pub struct FileBatch {
     pub messages: Vec<MessageRow>,
     pub parts: Vec<PartRow>,
     pub records: Vec<RecordRow>,
+    /// The first skipped lines of each file, in full.
     pub skips: Vec<Skip>,
+    /// Every skipped line, counted by the kind of its reason ([`Skip::kind`]).
+    pub skipped: BTreeMap<String, u64>,
 }
 
 impl FileBatch {
@@ -199,6 +219,22 @@ impl FileBatch {
         self.parts.extend(other.parts);
         self.records.extend(other.records);
         self.skips.extend(other.skips);
+        for (kind, n) in other.skipped {
+            *self.skipped.entry(kind).or_default() += n;
+        }
+    }
+
+    /// Note a skipped line: counted always, kept in full while `examples` allows.
+    pub fn skip(&mut self, skip: Skip, examples: usize) {
+        *self.skipped.entry(skip.kind().to_owned()).or_default() += 1;
+        if examples < SKIP_EXAMPLES_PER_FILE {
+            self.skips.push(skip);
+        }
+    }
+
+    /// Lines skipped in all.
+    pub fn skipped_lines(&self) -> u64 {
+        self.skipped.values().sum()
     }
 
     pub fn is_empty(&self) -> bool {

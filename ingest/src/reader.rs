@@ -12,7 +12,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::claude::ClaudeParser;
 use crate::codex::CodexParser;
 use crate::discover::{SourceFile, SourceKind};
-use crate::model::{FileBatch, RecordRow, SessionRow, Skip};
+use crate::model::{FileBatch, PartRow, RecordRow, SessionRow, Skip};
 
 /// Lines longer than this are skipped (with a reason), never buffered whole.
 pub const MAX_LINE_BYTES: usize = 32 << 20;
@@ -36,7 +36,25 @@ pub struct FileCursor {
     pub parent_id: Option<String>,
     pub project: Option<String>,
     pub last_ts: Option<i64>,
+    /// The last bytes consumed (up to [`TAIL_BYTES`], ending at `offset`) and their hash:
+    /// with the head, what identifies the file next time (a rewrite in place that keeps the
+    /// head and does not shrink changes them).
+    #[serde(default)]
+    pub tail_len: u64,
+    #[serde(default)]
+    pub tail_hash: u64,
+    /// The last line consumed had no newline (it was whole JSON): the newline that
+    /// completes it later is not a line of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_line: bool,
+    /// The read stopped at its byte budget with lines left: the sync reads on from here
+    /// before it commits.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
+
+/// How much of the end of what was consumed identifies a file with its head.
+const TAIL_BYTES: u64 = 4096;
 
 /// How a file was read this time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,6 +68,8 @@ pub enum ReadMode {
     Appended,
     /// Shrank or its head changed: read again from the start (the store dedupes).
     Rewritten,
+    /// The rest of a read that stopped at its byte budget, in the same sync.
+    Continued,
     /// Could not be read at all (vanished, permissions): reported, nothing stored.
     Failed,
 }
@@ -64,16 +84,24 @@ pub struct ReadOutcome {
 }
 
 pub(crate) fn path_string(file: &SourceFile) -> String {
-    file.path.to_string_lossy().into_owned()
+    crate::paths::path_key(&file.path)
+}
+
+impl ReadOutcome {
+    /// A file not read, with the reason (the caller decided to skip it).
+    pub fn skipped(file: &SourceFile, prev: Option<&FileCursor>, reason: String) -> ReadOutcome {
+        failed(file, prev, prev.map_or(0, |c| c.line), reason)
+    }
 }
 
 fn failed(file: &SourceFile, prev: Option<&FileCursor>, line: u64, reason: String) -> ReadOutcome {
     let mut batch = FileBatch::default();
-    batch.skips.push(Skip {
+    let skip = Skip {
         path: path_string(file),
         line,
         reason,
-    });
+    };
+    batch.skip(skip, 0);
     ReadOutcome {
         mode: ReadMode::Failed,
         batch,
@@ -82,16 +110,69 @@ fn failed(file: &SourceFile, prev: Option<&FileCursor>, line: u64, reason: Strin
     }
 }
 
-fn head_hash(f: &mut File, len: u64) -> std::io::Result<u64> {
+/// xxh3 of `len` bytes of `f` from `at` (a corrupt cursor cannot ask for more than the
+/// head or tail limits: the caller checks).
+fn hash_at(f: &File, at: u64, len: u64) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; len as usize];
-    f.seek(SeekFrom::Start(0))?;
-    f.read_exact(&mut buf)?;
+    f.read_exact_at(&mut buf, at)?;
     Ok(xxh3_64(&buf))
 }
 
-/// Read `file` from where `prev` left it. Never fails: problems become skips.
+/// Whether the bytes `prev` consumed are still there: the file is no shorter, and its head
+/// and the tail of what was consumed hash as they did.
+fn still_holds(f: &File, size: u64, prev: &FileCursor) -> bool {
+    if prev.offset == 0
+        || size < prev.offset
+        || prev.head_len > HEAD_BYTES
+        || prev.tail_len > TAIL_BYTES.min(prev.offset)
+    {
+        return false;
+    }
+    let head = hash_at(f, 0, prev.head_len).is_ok_and(|h| h == prev.head_hash);
+    let tail =
+        hash_at(f, prev.offset - prev.tail_len, prev.tail_len).is_ok_and(|h| h == prev.tail_hash);
+    head && tail
+}
+
+/// Open without blocking (a path swapped for a FIFO after discovery must not hang the
+/// sync), and only a regular file.
+fn open_regular(path: &std::path::Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(f)
+}
+
+/// Read `file` from where `prev` left it. Never fails: problems become skips, and a panic
+/// in a parser (a bug) fails this file alone, with a reason, so the rest of a sync goes on.
 pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
-    let mut f = match File::open(&file.path) {
+    read_file_part(file, prev, u64::MAX)
+}
+
+/// [`read_file`], stopping at the first line boundary past `budget` bytes read: the cursor
+/// is then `partial`, and the next call with it reads on (mode `Continued`). A sync reads a
+/// large file in such parts, so its memory follows the part, not the file.
+pub fn read_file_part(file: &SourceFile, prev: Option<&FileCursor>, budget: u64) -> ReadOutcome {
+    let read = std::panic::AssertUnwindSafe(|| read_file_unguarded(file, prev, budget));
+    std::panic::catch_unwind(read).unwrap_or_else(|_| {
+        failed(
+            file,
+            prev,
+            prev.map_or(0, |c| c.line),
+            "pond's parser failed on this file (a bug, please report it); the file is tried again on the next sync"
+                .into(),
+        )
+    })
+}
+
+fn read_file_unguarded(file: &SourceFile, prev: Option<&FileCursor>, budget: u64) -> ReadOutcome {
+    let f = match open_regular(&file.path) {
         Ok(f) => f,
         Err(e) => return failed(file, prev, 0, format!("cannot open: {e}")),
     };
@@ -107,7 +188,7 @@ pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
         .map_or(0, |d| d.as_nanos() as i64);
 
     if let Some(p) = prev {
-        if p.size == size && p.mtime_ns == mtime_ns {
+        if !p.partial && p.size == size && p.mtime_ns == mtime_ns {
             return ReadOutcome {
                 mode: ReadMode::Unchanged,
                 batch: FileBatch::default(),
@@ -116,30 +197,48 @@ pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
             };
         }
     }
-    // Resume only if the bytes we already consumed are still there, unchanged at the head.
-    let resume = match prev {
-        Some(p) if size >= p.offset && p.offset > 0 => {
-            matches!(head_hash(&mut f, p.head_len), Ok(h) if h == p.head_hash)
+    // Resume only if the bytes we already consumed are still there, unchanged.
+    let (mode, mut cursor) = match prev {
+        Some(p) if still_holds(&f, size, p) => {
+            let mode = if p.partial {
+                ReadMode::Continued
+            } else {
+                ReadMode::Appended
+            };
+            (mode, p.clone())
         }
-        _ => false,
-    };
-    let (mode, mut cursor) = match (prev, resume) {
-        (Some(p), true) => (ReadMode::Appended, p.clone()),
-        (Some(_), false) => (ReadMode::Rewritten, FileCursor::default()),
-        (None, _) => (ReadMode::New, FileCursor::default()),
+        Some(_) => (ReadMode::Rewritten, FileCursor::default()),
+        None => (ReadMode::New, FileCursor::default()),
     };
     cursor.size = size;
     cursor.mtime_ns = mtime_ns;
+    cursor.partial = false;
+    let mut f = f;
     if let Err(e) = f.seek(SeekFrom::Start(cursor.offset)) {
         return failed(file, prev, cursor.line, format!("cannot seek: {e}"));
     }
 
     let fallback_ts = mtime_ns / 1_000_000;
     let mut pass = Pass::new(file, &cursor, fallback_ts);
-    let mut reader = BufReader::with_capacity(1 << 20, f);
+    // Only what the file held when it was looked at: a file growing as fast as it is read
+    // does not keep one sync reading.
+    let mut reader = BufReader::with_capacity(1 << 20, f.take(size - cursor.offset));
+    if cursor.open_line {
+        // The newline that completes a line consumed without one.
+        if reader.fill_buf().is_ok_and(|b| b.first() == Some(&b'\n')) {
+            reader.consume(1);
+            cursor.offset += 1;
+        }
+        cursor.open_line = false;
+    }
+    let start = cursor.offset;
     let mut buf = Vec::new();
     let mut lines_read = 0;
     loop {
+        if cursor.offset - start >= budget {
+            cursor.partial = true;
+            break;
+        }
         let line_start = cursor.offset;
         let line_no = cursor.line + 1;
         let read = match read_bounded_line(&mut reader, &mut buf) {
@@ -157,30 +256,32 @@ pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
         };
         if !complete && buf.len() <= MAX_LINE_BYTES {
             // A last line with no newline: a writer may still be appending it. Keep it if
-            // it is already a whole JSON value, otherwise leave it for the next sync.
-            let whole = serde_json::from_slice::<Value>(&buf).is_ok_and(|v| v.is_object());
-            if !whole {
+            // it is already a whole JSON object, otherwise leave it for the next sync.
+            if !is_json_object(&buf) {
                 pass.skip(
                     line_no,
                     "incomplete last line (no newline yet); read again on the next sync".into(),
                 );
                 break;
             }
+            cursor.open_line = true;
         }
         cursor.offset += consumed as u64;
         cursor.line = line_no;
         lines_read += 1;
         pass.line(line_no, line_start, &buf, consumed);
     }
-    // The head identifies the file next time: hash what we consumed of it. A resumed read
-    // whose head was already whole keeps the hash it was just checked against.
+    // The head and the tail of what was consumed identify the file next time.
     let head_len = cursor.offset.min(HEAD_BYTES);
-    if head_len != cursor.head_len {
-        cursor.head_len = head_len;
-        if let Ok(mut f) = File::open(&file.path) {
-            if let Ok(h) = head_hash(&mut f, head_len) {
-                cursor.head_hash = h;
+    let tail_len = cursor.offset.min(TAIL_BYTES);
+    if let Ok(f) = File::open(&file.path) {
+        if head_len != cursor.head_len {
+            if let Ok(h) = hash_at(&f, 0, head_len) {
+                (cursor.head_len, cursor.head_hash) = (head_len, h);
             }
+        }
+        if let Ok(h) = hash_at(&f, cursor.offset - tail_len, tail_len) {
+            (cursor.tail_len, cursor.tail_hash) = (tail_len, h);
         }
     }
     let batch = pass.finish(&mut cursor);
@@ -190,6 +291,12 @@ pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
         cursor,
         lines_read,
     }
+}
+
+/// Whether `bytes` are one whole JSON object (checked without building it).
+fn is_json_object(bytes: &[u8]) -> bool {
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
 
 struct LineRead {
@@ -270,6 +377,8 @@ struct Pass<'a> {
     batch: FileBatch,
     /// Lines stored as records in this pass (drained batches included).
     records: u64,
+    /// Lines skipped in this pass, for the cap on the ones kept in full.
+    skip_examples: usize,
 }
 
 impl<'a> Pass<'a> {
@@ -296,6 +405,7 @@ impl<'a> Pass<'a> {
             parser: None,
             batch: FileBatch::default(),
             records: 0,
+            skip_examples: 0,
         };
         if let Some(k) = kind {
             pass.start_parser(k);
@@ -313,11 +423,13 @@ impl<'a> Pass<'a> {
     }
 
     fn skip(&mut self, line: u64, reason: String) {
-        self.batch.skips.push(Skip {
+        let skip = Skip {
             path: self.common.path.clone(),
             line,
             reason,
-        });
+        };
+        self.batch.skip(skip, self.skip_examples);
+        self.skip_examples += 1;
     }
 
     fn line(&mut self, line_no: u64, offset: u64, bytes: &[u8], consumed: usize) {
@@ -340,10 +452,11 @@ impl<'a> Pass<'a> {
         if text.trim().is_empty() {
             return self.skip(line_no, "empty line".into());
         }
-        let value: Value = match serde_json::from_str(text) {
+        let (value, cut) = match crate::json::parse_line(text) {
             Ok(v) => v,
             Err(e) => return self.skip(line_no, format!("malformed JSON: {e}")),
         };
+        let messages_before = self.batch.messages.len();
         if !value.is_object() {
             return self.skip(line_no, "not a JSON object".into());
         }
@@ -361,6 +474,9 @@ impl<'a> Pass<'a> {
             }
             None => value.get("type").and_then(Value::as_str).map(str::to_owned),
         };
+        if cut && self.batch.messages.len() > messages_before {
+            self.note_cut(line_no);
+        }
         let session_id =
             (!self.common.session.id.is_empty()).then(|| self.common.session.id.clone());
         self.records += 1;
@@ -372,6 +488,35 @@ impl<'a> Pass<'a> {
             record_type,
             raw: text.to_owned(),
         });
+    }
+
+    /// The line's message had more blocks than were parsed: its last part says so (the
+    /// record holds the line whole).
+    fn note_cut(&mut self, line_no: u64) {
+        let m = self.batch.messages.last().expect("a message of this line");
+        let ordinal = self
+            .batch
+            .parts
+            .iter()
+            .rev()
+            .take_while(|p| p.message_id == m.id && p.source_line == line_no)
+            .count() as u32;
+        let note = PartRow {
+            session_id: m.session_id.clone(),
+            message_id: m.id.clone(),
+            source_line: line_no,
+            ordinal,
+            part_type: "truncated".into(),
+            tool_name: None,
+            call_id: None,
+            is_error: None,
+            text: Some(format!(
+                "[only the first {} items of each list in this line were read; the whole line is in records (source line {line_no})]",
+                crate::json::MAX_ITEMS
+            )),
+            body: None,
+        };
+        self.batch.parts.push(note);
     }
 
     /// Name the tool results whose call came later in the file (Claude Code sometimes

@@ -418,3 +418,202 @@ fn a_result_written_before_its_call_is_named() {
         .unwrap();
     assert_eq!(result.tool_name.as_deref(), Some("Edit"));
 }
+
+fn claude_line(uuid: &str, text: &str) -> String {
+    format!(
+        r#"{{"type":"user","uuid":"{uuid}","sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{{"role":"user","content":"{text}"}}}}"#
+    )
+}
+
+fn claude_file(path: &std::path::Path) -> SourceFile {
+    SourceFile {
+        path: path.to_path_buf(),
+        kind: Some(SourceKind::ClaudeCode),
+        parent_session: None,
+        is_subagent: false,
+    }
+}
+
+#[test]
+fn a_rewrite_in_place_that_keeps_the_head_and_size_is_read_again() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("s.jsonl");
+    let pad = "p".repeat(5000);
+    let first = format!(
+        "{}\n{}\n",
+        claude_line("u1", &pad),
+        claude_line("u2", "the old ending")
+    );
+    std::fs::write(&path, &first).unwrap();
+    let f = claude_file(&path);
+    let one = read_file(&f, None);
+    // Same head, same length, another last line; then one more line appended.
+    let second = format!(
+        "{}\n{}\n",
+        claude_line("u1", &pad),
+        claude_line("u3", "the new ending")
+    );
+    assert_eq!(second.len(), first.len());
+    let grown = format!("{second}{}\n", claude_line("u4", "and more"));
+    std::fs::write(&path, grown).unwrap();
+    let two = read_file(&f, Some(&one.cursor));
+    assert_eq!(two.mode, ReadMode::Rewritten, "not taken for an append");
+    let ids: Vec<&str> = two.batch.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["u1", "u3", "u4"]);
+}
+
+#[test]
+fn a_last_line_completed_later_keeps_every_line_number() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("s.jsonl");
+    std::fs::write(
+        &path,
+        format!("{}\n{}", claude_line("u1", "a"), claude_line("u2", "b")),
+    )
+    .unwrap();
+    let f = claude_file(&path);
+    let one = read_file(&f, None);
+    assert_eq!(
+        one.lines_read, 2,
+        "a whole last line without newline is read"
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    writeln!(file).unwrap();
+    writeln!(file, "{}", claude_line("u3", "c")).unwrap();
+    drop(file);
+    let two = read_file(&f, Some(&one.cursor));
+    assert_eq!(two.mode, ReadMode::Appended);
+    assert!(two.batch.skipped.is_empty(), "{:?}", two.batch.skipped);
+    let m = &two.batch.messages[0];
+    assert_eq!((m.id.as_str(), m.source_line), ("u3", 3));
+    assert_eq!(two.batch.records[0].line, 3);
+}
+
+#[test]
+fn a_fifo_is_a_failed_file_not_a_hang() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("s.jsonl");
+    nix_mkfifo(&path);
+    let started = std::time::Instant::now();
+    let out = read_file(&claude_file(&path), None);
+    assert_eq!(out.mode, ReadMode::Failed);
+    assert!(
+        out.batch.skips[0].reason.contains("not a regular file"),
+        "{:?}",
+        out.batch.skips
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+fn nix_mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+fn a_file_read_in_parts_gives_what_one_read_gives() {
+    use crate::reader::read_file_part;
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("s.jsonl");
+    let lines: Vec<String> = (0..300)
+        .map(|i| claude_line(&format!("u{i}"), &"w".repeat(i)))
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let f = claude_file(&path);
+    let whole = read_file(&f, None);
+    let mut cursor: Option<crate::FileCursor> = None;
+    let mut parts = crate::FileBatch::default();
+    let mut calls = 0;
+    loop {
+        let out = read_file_part(&f, cursor.as_ref(), 4096);
+        calls += 1;
+        let more = out.cursor.partial;
+        parts.append(out.batch);
+        cursor = Some(out.cursor);
+        if !more {
+            break;
+        }
+    }
+    assert!(calls > 5, "{calls}");
+    assert_eq!(parts.messages, whole.batch.messages);
+    assert_eq!(parts.records, whole.batch.records);
+    let (a, b) = (cursor.unwrap(), whole.cursor);
+    assert_eq!(
+        (a.offset, a.line, a.head_hash, a.tail_hash),
+        (b.offset, b.line, b.head_hash, b.tail_hash)
+    );
+    let again = read_file(&f, Some(&a));
+    assert_eq!(again.mode, ReadMode::Unchanged);
+}
+
+#[test]
+fn blank_lines_are_counted_not_kept_one_by_one() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("s.jsonl");
+    std::fs::write(&path, "\n".repeat(100_000) + &claude_line("u1", "x") + "\n").unwrap();
+    let out = read_file(&claude_file(&path), None);
+    assert_eq!(out.batch.skipped.get("empty line"), Some(&100_000));
+    assert_eq!(out.batch.skips.len(), crate::model::SKIP_EXAMPLES_PER_FILE);
+    assert_eq!(out.batch.messages.len(), 1);
+}
+
+#[test]
+fn a_line_of_millions_of_blocks_is_stored_whole_and_parsed_in_part() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("s.jsonl");
+    let blocks = vec![r#"{"type":"text","text":"x"}"#; 50_000].join(",");
+    let line = format!(
+        r#"{{"type":"user","uuid":"u1","sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{{"role":"user","content":[{blocks}]}}}}"#
+    );
+    std::fs::write(&path, format!("{line}\n")).unwrap();
+    let out = read_file(&claude_file(&path), None);
+    assert_eq!(out.batch.records[0].raw, line, "the line is stored whole");
+    assert_eq!(out.batch.parts.len(), 10_001);
+    let note = out.batch.parts.last().unwrap();
+    assert_eq!(
+        (note.part_type.as_str(), note.ordinal),
+        ("truncated", 10_000)
+    );
+}
+
+use proptest::strategy::Strategy;
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_lines_are_stored_or_skipped_and_never_crash_the_parser(
+        lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::prelude::any::<Vec<u8>>(),
+                "[ -~]{0,80}".prop_map(String::into_bytes),
+                r#"\{"type":"(user|assistant|system|response_item|session_meta)","(uuid|payload|message|content|sessionId)":(1|null|"x"|\[\]|\{\}|\{"content":\[\{"type":"(text|tool_use|tool_result|image)"\}\]\})\}"#.prop_map(String::into_bytes),
+            ],
+            0..40,
+        ),
+        kind in proptest::prop_oneof![
+            proptest::strategy::Just(None),
+            proptest::strategy::Just(Some(SourceKind::ClaudeCode)),
+            proptest::strategy::Just(Some(SourceKind::Codex)),
+        ],
+    ) {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("s.jsonl");
+        let mut bytes = Vec::new();
+        for l in &lines {
+            bytes.extend(l.iter().filter(|&&b| b != b'\n'));
+            bytes.push(b'\n');
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let f = SourceFile { path, kind, parent_session: None, is_subagent: false };
+        let out = read_file(&f, None);
+        proptest::prop_assert_eq!(
+            out.batch.records.len() as u64 + out.batch.skipped_lines(),
+            lines.len() as u64
+        );
+    }
+}

@@ -65,6 +65,8 @@ pub struct SyncReport {
     /// upgrade from an older pond's store, or after a path repair), and from how many files.
     pub rederived: bool,
     pub rederived_files: u64,
+    /// Files set aside after the sync worker died reading them, skipped until they change.
+    pub set_aside: Vec<String>,
     pub skipped: u64,
     /// Skips counted by the kind of reason ("malformed JSON", "empty line", ...).
     pub skipped_by_reason: BTreeMap<String, u64>,

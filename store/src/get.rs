@@ -13,11 +13,13 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::error::{Result, StoreError};
+use lance::dataset::ProjectionRequest;
 use lance::Dataset;
 
-use crate::read::{bool_at, opt_str, scan_all, session_rows, string_col, ts_at, u32_at, u64_at};
+use crate::read::{
+    bool_at, opt_str, plain_strings, scan_all, session_rows, string_col, ts_at, u32_at, u64_at,
+};
 use crate::schema::{sql_str, PARTS, SESSIONS};
-use crate::search::floor_char;
 use crate::store::Store;
 use pond_ingest::Origin;
 
@@ -47,6 +49,11 @@ pub struct PartView {
     pub is_error: Option<bool>,
     pub text: Option<String>,
     pub body: Option<String>,
+    /// The whole text's and body's length in bytes (`text`/`body` may be prefixes).
+    #[serde(skip)]
+    pub text_bytes: usize,
+    #[serde(skip)]
+    pub body_bytes: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -137,6 +144,8 @@ impl Entry {
 struct Detail {
     model: Option<String>,
     search_text: Option<String>,
+    /// The whole search text's length in bytes (`search_text` may be a prefix).
+    text_bytes: usize,
     source_path: String,
     source_line: u64,
 }
@@ -223,17 +232,24 @@ async fn session_entries(store: &Store, ds: &Dataset, session_id: &str) -> Resul
     Ok(out)
 }
 
-/// Read the details of the entries a page shows.
+/// Read the details of the entries a page shows (the search text as a prefix of
+/// [`PART_BYTES`] characters, with its length).
 async fn fill_details(ds: &Dataset, entries: &mut [Entry]) -> Result<()> {
     if entries.is_empty() {
         return Ok(());
     }
     let ids: Vec<u64> = entries.iter().map(|e| e.row_id).collect();
-    let cols = ["model", "search_text", "source_path", "source_line"];
-    let b = ds.take_rows(&ids, ds.schema().project(&cols)?).await?;
+    let projection = ProjectionRequest::from_sql([
+        ("model", "model".to_owned()),
+        ("search_text", format!("left(search_text, {PART_BYTES})")),
+        ("text_bytes", "octet_length(search_text)".to_owned()),
+        ("source_path", "source_path".to_owned()),
+        ("source_line", "source_line".to_owned()),
+    ]);
+    let b = plain_strings(ds.take_rows(&ids, projection).await?)?;
     if b.num_rows() != entries.len() {
         return Err(StoreError::NotFound(format!(
-            "asked messages for {} rows by id, got {}",
+            "asked messages for {} rows by id, got {}; the session changed while it was read, ask again",
             entries.len(),
             b.num_rows()
         )));
@@ -245,6 +261,7 @@ async fn fill_details(ds: &Dataset, entries: &mut [Entry]) -> Result<()> {
         e.detail = Some(Detail {
             model: opt_str(model, i),
             search_text: opt_str(text, i),
+            text_bytes: len_at(&b, "text_bytes", i),
             source_path: path.value(i).to_owned(),
             source_line: u64_at(&b, "source_line", i)?,
         });
@@ -252,15 +269,35 @@ async fn fill_details(ds: &Dataset, entries: &mut [Entry]) -> Result<()> {
     Ok(())
 }
 
+/// Parts listed per message at most; the rest are counted in a last note.
+const PARTS_PER_MESSAGE: usize = 500;
+
+/// The parts of some messages of a session, by message id in ordinal order. Texts are read
+/// as prefixes of [`PART_BYTES`] characters with their full byte length (a 4 MB tool result
+/// is never read whole for a page), at most [`PARTS_PER_MESSAGE`] a message.
 async fn parts_of(
     store: &Store,
     session_id: &str,
     ids: &[&str],
 ) -> Result<HashMap<String, Vec<PartView>>> {
     let mut out: HashMap<String, Vec<PartView>> = HashMap::new();
+    let mut more: HashMap<String, usize> = HashMap::new();
     let Some(ds) = store.dataset(PARTS).await? else {
         return Ok(out);
     };
+    let prefix = |c: &str| format!("left({c}, {PART_BYTES})");
+    let columns = [
+        ("message_id", "message_id".to_owned()),
+        ("ordinal", "ordinal".to_owned()),
+        ("part_type", "part_type".to_owned()),
+        ("tool_name", "tool_name".to_owned()),
+        ("call_id", "call_id".to_owned()),
+        ("is_error", "is_error".to_owned()),
+        ("text", prefix("text")),
+        ("text_bytes", "octet_length(text)".to_owned()),
+        ("body", prefix("body")),
+        ("body_bytes", "octet_length(body)".to_owned()),
+    ];
     for chunk in ids.chunks(256) {
         let list: Vec<String> = chunk.iter().map(|i| sql_str(i)).collect();
         let filter = format!(
@@ -268,17 +305,13 @@ async fn parts_of(
             sql_str(session_id),
             list.join(",")
         );
-        let cols = [
-            "message_id",
-            "ordinal",
-            "part_type",
-            "tool_name",
-            "call_id",
-            "is_error",
-            "text",
-            "body",
-        ];
-        for b in scan_all(&ds, &cols, Some(&filter)).await? {
+        let mut scan = ds.scan();
+        scan.project_with_transform(&columns)?
+            .filter(&filter)?
+            .batch_size(64);
+        let mut stream = scan.try_into_stream().await?;
+        while let Some(b) = futures::TryStreamExt::try_next(&mut stream).await? {
+            let b = plain_strings(b)?;
             let mid = string_col(&b, "message_id")?;
             let ty = string_col(&b, "part_type")?;
             let tool = string_col(&b, "tool_name")?;
@@ -286,40 +319,83 @@ async fn parts_of(
             let text = string_col(&b, "text")?;
             let body = string_col(&b, "body")?;
             for i in 0..b.num_rows() {
-                out.entry(mid.value(i).to_owned())
-                    .or_default()
-                    .push(PartView {
-                        ordinal: u32_at(&b, "ordinal", i)?,
-                        part_type: ty.value(i).to_owned(),
-                        tool_name: opt_str(tool, i),
-                        call_id: opt_str(call, i),
-                        is_error: bool_at(&b, "is_error", i)?,
-                        text: opt_str(text, i),
-                        body: opt_str(body, i),
-                    });
+                let parts = out.entry(mid.value(i).to_owned()).or_default();
+                if parts.len() >= PARTS_PER_MESSAGE {
+                    *more.entry(mid.value(i).to_owned()).or_default() += 1;
+                    continue;
+                }
+                parts.push(PartView {
+                    ordinal: u32_at(&b, "ordinal", i)?,
+                    part_type: ty.value(i).to_owned(),
+                    tool_name: opt_str(tool, i),
+                    call_id: opt_str(call, i),
+                    is_error: bool_at(&b, "is_error", i)?,
+                    text: opt_str(text, i),
+                    body: opt_str(body, i),
+                    text_bytes: len_at(&b, "text_bytes", i),
+                    body_bytes: len_at(&b, "body_bytes", i),
+                });
             }
         }
     }
-    for parts in out.values_mut() {
+    for (id, parts) in &mut out {
         parts.sort_by_key(|p| p.ordinal);
+        if let Some(n) = more.get(id) {
+            let note = format!(
+                "{n} more parts not listed (the first {PARTS_PER_MESSAGE} are); the whole message is in SQL: records"
+            );
+            parts.push(PartView {
+                ordinal: u32::MAX,
+                part_type: "omitted".into(),
+                tool_name: None,
+                call_id: None,
+                is_error: None,
+                text_bytes: note.len(),
+                text: Some(note),
+                body: None,
+                body_bytes: 0,
+            });
+        }
     }
     Ok(out)
 }
 
-/// Cut `s` to at most `max` bytes at a char boundary; returns the bytes left out.
-fn clip(s: &mut String, max: usize) -> usize {
-    if s.len() <= max {
+/// A length computed by the scan (`octet_length`), 0 for null.
+fn len_at(b: &arrow_array::RecordBatch, name: &str, i: usize) -> usize {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    let Some(c) = b.column_by_name(name) else {
+        return 0;
+    };
+    if c.is_null(i) {
         return 0;
     }
-    let cut = floor_char(s, max);
-    let omitted = s.len() - cut;
-    s.truncate(cut);
-    omitted
+    match c.data_type() {
+        arrow_schema::DataType::Int32 => {
+            c.as_primitive::<arrow_array::types::Int32Type>().value(i) as usize
+        }
+        arrow_schema::DataType::Int64 => {
+            c.as_primitive::<arrow_array::types::Int64Type>().value(i) as usize
+        }
+        _ => 0,
+    }
 }
 
-fn clipped(s: &str, max: usize) -> String {
+/// Cut `s` to at most `max` bytes at a char boundary; returns the bytes left out of the
+/// whole value, which was `full` bytes long (`s` may be a prefix of it).
+fn clip(s: &mut String, full: usize, max: usize) -> usize {
+    let full = full.max(s.len());
+    if full <= max {
+        return 0;
+    }
+    let cut = s.floor_char_boundary(max);
+    s.truncate(cut);
+    full - cut
+}
+
+fn clipped(s: &str, full: usize, max: usize) -> String {
     let mut s = s.to_owned();
-    let omitted = clip(&mut s, max);
+    let omitted = clip(&mut s, full, max);
     if omitted > 0 {
         s.push_str(&format!(" … [{omitted} more bytes]"));
     }
@@ -332,22 +408,37 @@ fn render(entry: &Entry, parts: &[PartView], part_cap: usize) -> String {
         return entry
             .detail
             .as_ref()
-            .and_then(|d| d.search_text.clone())
+            .and_then(|d| d.search_text.as_deref())
+            .map(|t| {
+                clipped(
+                    t,
+                    entry.detail.as_ref().map_or(0, |d| d.text_bytes),
+                    part_cap,
+                )
+            })
             .unwrap_or_default();
     }
     let mut out = Vec::new();
     for p in parts {
         let tool = p.tool_name.as_deref().unwrap_or("?");
+        let text = || {
+            clipped(
+                p.text.as_deref().unwrap_or_default(),
+                p.text_bytes,
+                part_cap,
+            )
+        };
+        let body = || {
+            clipped(
+                p.body.as_deref().unwrap_or_default(),
+                p.body_bytes,
+                part_cap,
+            )
+        };
         let s = match p.part_type.as_str() {
-            "text" => clipped(p.text.as_deref().unwrap_or_default(), part_cap),
-            "thinking" => format!(
-                "[thinking] {}",
-                clipped(p.text.as_deref().unwrap_or_default(), part_cap)
-            ),
-            "tool_call" => format!(
-                "[tool call: {tool}] {}",
-                clipped(p.body.as_deref().unwrap_or_default(), part_cap)
-            ),
+            "text" => text(),
+            "thinking" => format!("[thinking] {}", text()),
+            "tool_call" => format!("[tool call: {tool}] {}", body()),
             "tool_result" => format!(
                 "[tool result: {tool}{}] {}",
                 if p.is_error == Some(true) {
@@ -355,13 +446,11 @@ fn render(entry: &Entry, parts: &[PartView], part_cap: usize) -> String {
                 } else {
                     ""
                 },
-                clipped(p.text.as_deref().unwrap_or_default(), part_cap)
+                text()
             ),
             "image" => format!("[image {}]", p.body.as_deref().unwrap_or_default()),
-            other => format!(
-                "[{other}] {}",
-                clipped(p.body.as_deref().unwrap_or_default(), part_cap)
-            ),
+            other if p.text.is_some() => format!("[{other}] {}", text()),
+            other => format!("[{other}] {}", body()),
         };
         if !s.trim().is_empty() {
             out.push(s);
@@ -464,7 +553,7 @@ pub async fn get_session(
         if !shown.is_empty() && used + cost > budget {
             break;
         }
-        let omitted = clip(&mut text, budget.saturating_sub(128));
+        let omitted = clip(&mut text, 0, budget.saturating_sub(128));
         used += text.len() + 128;
         shown.push(view(e, i, text, omitted, Vec::new()));
     }
@@ -529,7 +618,7 @@ pub async fn get_message(
     let neighbour = |i: usize, parts: &mut HashMap<String, Vec<PartView>>| {
         let e = &entries[i];
         let mut text = render(e, parts.remove(&e.id).as_deref().unwrap_or_default(), 2048);
-        let omitted = clip(&mut text, 2048);
+        let omitted = clip(&mut text, 0, 2048);
         view(e, i, text, omitted, Vec::new())
     };
     let before_views: Vec<_> = (lo..pos).map(|i| neighbour(i, &mut parts)).collect();
@@ -538,8 +627,9 @@ pub async fn get_message(
     let mut target_parts = parts.remove(&target.id).unwrap_or_default();
     let text = render(target, &target_parts, PART_BYTES);
     for p in &mut target_parts {
-        for field in [&mut p.text, &mut p.body].into_iter().flatten() {
-            let omitted = clip(field, PART_BYTES);
+        for (field, full) in [(&mut p.text, p.text_bytes), (&mut p.body, p.body_bytes)] {
+            let Some(field) = field else { continue };
+            let omitted = clip(field, full, PART_BYTES);
             if omitted > 0 {
                 field.push_str(&format!(
                     " … [{omitted} more bytes; the raw record is in SQL: records]"
@@ -554,4 +644,25 @@ pub async fn get_message(
         message: view(target, pos, text, 0, target_parts),
         after: after_views,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn clipping_keeps_a_prefix_of_whole_characters_within_the_cap(
+            text in "[a-zé日本語🦀 ]{0,200}",
+            extra in 0usize..1000,
+            max in 0usize..300,
+        ) {
+            let mut s = text.clone();
+            let full = text.len() + extra;
+            let omitted = clip(&mut s, full, max);
+            proptest::prop_assert!(text.starts_with(&s));
+            proptest::prop_assert!(s.len() <= max);
+            proptest::prop_assert_eq!(s.len() + omitted, if full <= max { s.len() } else { full });
+        }
+    }
 }

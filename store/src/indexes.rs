@@ -61,7 +61,7 @@ pub fn fts_params() -> InvertedIndexParams {
 /// Create missing indexes and, when `appended`, fold newly written rows into existing ones.
 pub async fn ensure_indexes(store: &Store, appended: bool) -> Result<IndexReport> {
     let mut report = IndexReport::default();
-    let Some(mut ds) = store.dataset(MESSAGES).await? else {
+    let Some(mut ds) = store.latest(MESSAGES).await? else {
         return Ok(report);
     };
     let existing = index_names(&ds).await?;
@@ -80,7 +80,7 @@ pub async fn ensure_indexes(store: &Store, appended: bool) -> Result<IndexReport
         stale = appended;
     }
     ensure_scalar(&mut ds, MESSAGES, appended, stale, &mut report).await?;
-    if let Some(mut parts) = store.dataset(PARTS).await? {
+    if let Some(mut parts) = store.latest(PARTS).await? {
         ensure_scalar(&mut parts, PARTS, appended, false, &mut report).await?;
     }
     report.unindexed_rows = unindexed_rows(&ds).await?;
@@ -153,7 +153,7 @@ pub async fn rebuild(
         );
     }
     for (table, col, name, kind) in todo {
-        let Some(mut ds) = store.dataset(table).await? else {
+        let Some(mut ds) = store.latest(table).await? else {
             continue;
         };
         let label = format!("{name} on {table}.{col}");

@@ -20,10 +20,11 @@ pub mod rowmap;
 pub mod schema;
 pub mod search;
 pub mod sql;
+mod sql_caps;
 mod store;
 pub mod vectors;
 mod writer;
 
 pub use error::{Result, StoreError};
-pub use store::{Store, StoreConfig, StoreCounts, StoreLock};
+pub use store::{owner_only, Store, StoreConfig, StoreCounts, StoreLock};
 pub use writer::{SyncWriter, WriteStats};

@@ -86,7 +86,7 @@ impl Occurrences {
             owners: HashMap::new(),
             copies: HashSet::new(),
         };
-        let Some(ds) = store.dataset(MESSAGES).await? else {
+        let Some(ds) = store.latest(MESSAGES).await? else {
             return Ok(known);
         };
         known.mapped = store.mapped(&ds);

@@ -24,6 +24,31 @@ fn missing(name: &str) -> StoreError {
     StoreError::NotFound(format!("column {name} missing or of an unexpected type"))
 }
 
+/// `b` with its string columns as `Utf8` (a computed projection, like `left(text, n)`, may
+/// come back as a string view).
+pub(crate) fn plain_strings(b: RecordBatch) -> Result<RecordBatch> {
+    use arrow_schema::{DataType, Field, Schema};
+    let needs = |t: &DataType| matches!(t, DataType::Utf8View | DataType::LargeUtf8);
+    if !b.schema().fields().iter().any(|f| needs(f.data_type())) {
+        return Ok(b);
+    }
+    let mut fields = Vec::new();
+    let mut columns = Vec::new();
+    for (f, c) in b.schema().fields().iter().zip(b.columns()) {
+        if needs(f.data_type()) {
+            columns.push(arrow_cast::cast(c, &DataType::Utf8)?);
+            fields.push(Field::new(f.name(), DataType::Utf8, f.is_nullable()));
+        } else {
+            columns.push(c.clone());
+            fields.push(f.as_ref().clone());
+        }
+    }
+    Ok(RecordBatch::try_new(
+        std::sync::Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
 pub(crate) fn string_col<'b>(b: &'b RecordBatch, name: &str) -> Result<&'b StringArray> {
     b.column_by_name(name)
         .and_then(|c| c.as_string_opt::<i32>())

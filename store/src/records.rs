@@ -32,7 +32,7 @@ pub struct StoredLines {
 impl StoredLines {
     /// `None` when the store has no records.
     pub async fn index(store: &Store) -> Result<Option<StoredLines>> {
-        let Some(ds) = store.dataset(RECORDS).await? else {
+        let Some(ds) = store.latest(RECORDS).await? else {
             return Ok(None);
         };
         let mut by_file: HashMap<String, Vec<(u64, u64)>> = HashMap::new();

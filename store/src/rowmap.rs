@@ -35,7 +35,7 @@ use lance::table::format::Fragment;
 use lance::Dataset;
 use pond_ingest::Origin;
 
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::error::{Result, StoreError};
 use crate::read::{bool_at, primitive_col, string_col, ts_at, u64_at, MESSAGE_COLUMNS};
@@ -61,6 +61,8 @@ const FLAG_REPLAYED: u8 = 4;
 /// The row's `pond_ingest::Origin`, as its index in `Origin::ALL`, in flag bits 3-4.
 const ORIGIN_SHIFT: u8 = 3;
 const ZSTD_LEVEL: i32 = 3;
+/// The largest text block (decompressed) a map holds: a reader never allocates more for one.
+const MAX_BLOCK_BYTES: usize = 256 << 20;
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("row map damaged: {what}"))
@@ -174,6 +176,24 @@ fn pad8(out: &mut Vec<u8>) {
     }
 }
 
+/// The map file's writer past the header: every byte written is hashed on the way.
+struct Hashing {
+    file: BufWriter<File>,
+    hash: Xxh3,
+}
+
+impl Write for Hashing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// What a finished build wrote.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct RowMapStats {
@@ -190,7 +210,7 @@ pub struct RowMapWriter {
     path: PathBuf,
     tmp: PathBuf,
     ids_tmp: PathBuf,
-    out: BufWriter<File>,
+    out: Hashing,
     ids: BufWriter<File>,
     source_version: u64,
     coverage: Coverage,
@@ -216,8 +236,12 @@ impl RowMapWriter {
     pub fn create(path: &Path, source_version: u64, coverage: Coverage) -> Result<RowMapWriter> {
         let tmp = temp_path(path, "tmp");
         let ids_tmp = temp_path(path, "ids.tmp");
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        out.write_all(&[0u8; HEADER_LEN])?;
+        let mut file = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+        file.write_all(&[0u8; HEADER_LEN])?;
+        let out = Hashing {
+            file,
+            hash: Xxh3::new(),
+        };
         let ids = BufWriter::with_capacity(1 << 20, File::create(&ids_tmp)?);
         Ok(RowMapWriter {
             path: path.to_path_buf(),
@@ -303,6 +327,13 @@ impl RowMapWriter {
         if self.block_offsets.len() == 1 {
             return Ok(());
         }
+        if self.block.len() + 4 * (BLOCK_ROWS + 1) > MAX_BLOCK_BYTES {
+            return Err(StoreError::Corrupt(format!(
+                "row map build: {} rows hold over {} MiB of search text; the map is not built (readers use Lance)",
+                BLOCK_ROWS,
+                MAX_BLOCK_BYTES >> 20
+            )));
+        }
         let mut raw = Vec::with_capacity(4 * self.block_offsets.len() + self.block.len());
         // A short last block is padded to BLOCK_ROWS + 1 offsets, so every block reads alike.
         let last = *self.block_offsets.last().expect("offsets");
@@ -327,14 +358,14 @@ impl RowMapWriter {
         self.flush_block()?;
         let compressed = self.pos - HEADER_LEN as u64;
         let mut buf = Vec::new();
-        let align = |w: &mut BufWriter<File>, pos: &mut u64| -> Result<()> {
+        let align = |w: &mut Hashing, pos: &mut u64| -> Result<()> {
             while !pos.is_multiple_of(8) {
                 w.write_all(&[0])?;
                 *pos += 1;
             }
             Ok(())
         };
-        let section = |w: &mut BufWriter<File>, pos: &mut u64, bytes: &[u8]| -> Result<u64> {
+        let section = |w: &mut Hashing, pos: &mut u64, bytes: &[u8]| -> Result<u64> {
             align(w, pos)?;
             let at = *pos;
             w.write_all(bytes)?;
@@ -423,9 +454,10 @@ impl RowMapWriter {
             file_len,
             last_fragment_id: self.coverage.last_fragment_id,
             deleted_rows: self.coverage.deleted_rows,
+            body_hash: self.out.hash.digest(),
         };
         self.out.flush()?;
-        let mut file = self.out.get_ref().try_clone()?;
+        let mut file = self.out.file.get_ref().try_clone()?;
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&header.encode())?;
         file.sync_all()?;
@@ -497,13 +529,15 @@ struct Header {
     last_fragment_id: u64,
     /// Rows deleted from the covered fragments when the map was built.
     deleted_rows: u64,
+    /// xxh3 of every byte after the header: a torn page anywhere is caught at open.
+    body_hash: u64,
 }
 
 /// `last_fragment_id` of a map that covers no fragment.
 const NO_FRAGMENT: u64 = u64::MAX;
 
 impl Header {
-    fn fields(&self) -> [u64; 16] {
+    fn fields(&self) -> [u64; 17] {
         [
             self.rows,
             self.source_version,
@@ -521,6 +555,7 @@ impl Header {
             self.file_len,
             self.last_fragment_id,
             self.deleted_rows,
+            self.body_hash,
         ]
     }
 
@@ -571,6 +606,7 @@ impl Header {
             file_len: f(13),
             last_fragment_id: f(14),
             deleted_rows: f(15),
+            body_hash: f(16),
         })
     }
 }
@@ -665,6 +701,9 @@ impl RowMap {
                 header.file_len
             )));
         }
+        if xxh3_64(&bytes[HEADER_LEN..]) != header.body_hash {
+            return Err(corrupt("checksum mismatch (a damaged page)"));
+        }
         let fits = |off: u64, n: u64| off.checked_add(n).is_some_and(|end| end <= len);
         let sections = [
             (
@@ -708,7 +747,7 @@ impl RowMap {
             let offsets = count
                 .checked_add(1)
                 .and_then(|c| c.checked_mul(8))
-                .filter(|n| at + 8 + n <= end)
+                .filter(|n| at.checked_add(8 + n).is_some_and(|e| e <= end))
                 .ok_or_else(|| corrupt("dictionary offsets cut short"))?;
             let offsets_at = at + 8;
             let bytes_len = le_u64(&bytes, (offsets_at + offsets - 8) as usize);
@@ -896,6 +935,9 @@ impl RowMap {
             .checked_add(clen)
             .and_then(|end| self.bytes.get(off as usize..end))
             .ok_or_else(|| corrupt("text block out of bounds"))?;
+        if rlen > MAX_BLOCK_BYTES {
+            return Err(corrupt("text block larger than any the writer makes"));
+        }
         let raw = zstd::bulk::decompress(packed, rlen)
             .map_err(|e| corrupt(format!("text block does not decompress: {e}")))?;
         let offsets_len = 4 * (BLOCK_ROWS + 1);
@@ -1507,6 +1549,69 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `bytes` with the body checksum and the header checksum made valid again: damage
+    /// that a checksum would not catch (a crafted file) must still never panic a reader.
+    fn resealed(mut bytes: Vec<u8>) -> Vec<u8> {
+        let mut h = Header::decode(&bytes).unwrap();
+        h.body_hash = xxh3_64(&bytes[HEADER_LEN..]);
+        bytes[..HEADER_LEN].copy_from_slice(&h.encode());
+        bytes
+    }
+
+    fn read_everything(map: &RowMap) {
+        for i in 0..map.rows() {
+            let _ = map.row(i);
+            let _ = map.text(i);
+        }
+        let _ = map.position_of_message("msg-7");
+        let _ = map.positions_of_message("session-1");
+        for code in 0..20 {
+            if let Ok(Some(s)) = map.session(&format!("session-{code}")) {
+                let _ = map.session_rows(s);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn a_damaged_map_is_an_error_or_a_map_never_a_panic(
+            edits in proptest::collection::vec((0usize..1_000_000, proptest::prelude::any::<u8>()), 1..12),
+            reseal in proptest::prelude::any::<bool>(),
+        ) {
+            static GOOD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+            let good = GOOD.get_or_init(|| {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("m.rmm");
+                write(&path, &sample(600));
+                read_all(&path)
+            });
+            let mut bad = good.clone();
+            for (at, byte) in edits {
+                let at = at % bad.len();
+                bad[at] = byte;
+            }
+            let bad = if reseal && Header::decode(&bad).is_ok() { resealed(bad) } else { bad };
+            if let Ok(map) = RowMap::from_bytes(Bytes::Owned(bad)) {
+                read_everything(&map);
+            }
+        }
+    }
+
+    #[test]
+    fn a_torn_page_is_caught_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.rmm");
+        write(&path, &sample(2000));
+        let mut bad = read_all(&path);
+        // A 4 KiB page of the row headers zeroed, as a torn write leaves it.
+        let page = HEADER_LEN + 4096 * 3;
+        bad[page..page + 4096].fill(0);
+        let e = RowMap::from_bytes(Bytes::Owned(bad)).unwrap_err();
+        assert!(e.to_string().contains("checksum"), "{e}");
     }
 
     #[test]

@@ -16,6 +16,8 @@ use crate::store::Store;
 use crate::vectors;
 
 pub const MAX_LIMIT: usize = 200;
+/// The longest query searched (a longer one is refused before it is tokenized).
+pub const MAX_QUERY_BYTES: usize = 8 * 1024;
 /// Hits fetched beyond a ranked pool, for a deterministic cut among equal scores.
 const TIE_MARGIN: usize = 32;
 
@@ -209,6 +211,12 @@ pub async fn search(
         return Err(StoreError::InvalidQuery(
             "the query is empty: give the words to look for".into(),
         ));
+    }
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(StoreError::InvalidQuery(format!(
+            "the query is {} bytes, over the {MAX_QUERY_BYTES}-byte limit: search with the words that matter",
+            query.len()
+        )));
     }
     if req.limit == 0 || req.limit > MAX_LIMIT {
         return Err(StoreError::InvalidQuery(format!(
@@ -431,18 +439,15 @@ pub fn snippet(text: &str, terms: &[String], width: usize) -> String {
         None
     };
     let start = pos.map_or(0, |p| p.saturating_sub(width / 3));
-    let mut s = floor_char(text, start);
-    let mut e = floor_char(text, (s + width).min(text.len()));
-    // Prefer starting at a word boundary.
+    let mut s = text.floor_char_boundary(start);
+    let e = text.floor_char_boundary(s.saturating_add(width)).max(s);
+    // Prefer starting at a word boundary: just after the first whitespace near the start.
     if s > 0 {
-        if let Some(sp) = text[s..e].find(char::is_whitespace) {
+        if let Some((sp, ws)) = text[s..e].char_indices().find(|(_, c)| c.is_whitespace()) {
             if sp < width / 4 {
-                s += sp + 1;
+                s += sp + ws.len_utf8();
             }
         }
-    }
-    if e < s {
-        e = s;
     }
     let mut out = String::new();
     if s > 0 {
@@ -453,14 +458,6 @@ pub fn snippet(text: &str, terms: &[String], width: usize) -> String {
         out.push('…');
     }
     out
-}
-
-/// The largest char boundary of `s` at or below `i` (`i` at most `s.len()`).
-pub fn floor_char(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 #[cfg(test)]
@@ -478,6 +475,37 @@ mod tests {
         assert!(s.contains("CRLF"), "{s}");
         assert!(s.starts_with('…') && s.ends_with('…'));
         assert!(s.len() < 100);
+    }
+
+    #[test]
+    fn snippet_never_cuts_inside_a_character() {
+        // A no-break space and an ideographic space (2 and 3 bytes) right where the window
+        // starts used to leave it inside a character.
+        for ws in ['\u{a0}', '\u{3000}', '\u{2003}', ' '] {
+            for pad in 0..12 {
+                let text = format!(
+                    "{}{ws}{}match here{ws}tail",
+                    "x".repeat(80 + pad),
+                    "é".repeat(pad)
+                );
+                let s = snippet(&text, &["match".into()], 60);
+                assert!(s.contains("match"), "{s}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_snippet_is_a_window_of_whole_characters(
+            text in "[a-z \u{a0}\u{3000}\u{2003}é日本語\n\t]{0,400}",
+            term in "[a-zé日本]{1,6}",
+            width in 1usize..300,
+        ) {
+            let s = snippet(&text, &[term], width);
+            // Built from slices of `text` at char boundaries (a panic otherwise), at most
+            // `width` bytes of it plus the two ellipses.
+            proptest::prop_assert!(s.len() <= width + 2 * '…'.len_utf8());
+        }
     }
 
     #[test]

@@ -6,20 +6,24 @@
 //! and a memory pool. In the long-lived front this runs in the `sql` worker, which can be
 //! killed: a timeout in this function stops a query that yields, not one that does not.
 
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement as DfStatement};
-use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::ast::{Expr, Query, SetExpr, Statement, Visit, Visitor};
 use futures::StreamExt;
 use lance::datafusion::LanceTableProvider;
 use serde::Serialize;
 
 use crate::error::{Result, StoreError};
 use crate::schema::{FILES, MESSAGES, PARTS, RECORDS, SESSIONS};
+use crate::sql_caps;
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy)]
@@ -63,8 +67,40 @@ impl SqlResult {
     }
 }
 
-/// Refuse anything but one read-only query.
+/// The longest query text accepted.
+pub const MAX_QUERY_BYTES: usize = 64 * 1024;
+/// The deepest nesting of expressions accepted: DataFusion plans and optimizes expressions
+/// recursively, and a chain of 500 `+` (or 1,000 `OR`) overflowed its stack.
+pub const MAX_EXPR_DEPTH: usize = 256;
+/// The parse and the checks run on a thread with this much stack: a deep expression tree is
+/// also visited and dropped recursively (only the pages touched are ever resident).
+const CHECK_STACK: usize = 256 << 20;
+
+/// Refuse anything but one read-only query, before anything is planned: one statement, a
+/// query whose every part reads (no `WITH … INSERT`, no `SELECT … INTO`), of bounded size
+/// and expression depth.
 pub fn check_read_only(sql: &str) -> Result<()> {
+    if sql.len() > MAX_QUERY_BYTES {
+        return Err(StoreError::InvalidQuery(format!(
+            "the query is {} bytes, over the {MAX_QUERY_BYTES}-byte limit; select with a shorter query",
+            sql.len()
+        )));
+    }
+    let sql = sql.to_owned();
+    std::thread::Builder::new()
+        .name("sql-check".into())
+        .stack_size(CHECK_STACK)
+        .spawn(move || check_statement(&sql))
+        .map_err(StoreError::Io)?
+        .join()
+        .unwrap_or_else(|_| {
+            Err(StoreError::InvalidQuery(
+                "the query could not be checked (it is too deeply nested); simplify it".into(),
+            ))
+        })
+}
+
+fn check_statement(sql: &str) -> Result<()> {
     let statements = DFParser::parse_sql(sql)
         .map_err(|e| StoreError::InvalidQuery(format!("cannot parse the query: {e}")))?;
     match statements.len() {
@@ -76,15 +112,87 @@ pub fn check_read_only(sql: &str) -> Result<()> {
             )))
         }
     }
-    match &statements[0] {
-        DfStatement::Statement(s) if matches!(**s, Statement::Query(_)) => Ok(()),
+    let refuse = |what: &str| {
+        StoreError::InvalidQuery(format!(
+            "only read-only SELECT/WITH queries are allowed; {what} is refused (the archive is never changed through SQL)"
+        ))
+    };
+    let query = match &statements[0] {
+        DfStatement::Statement(s) => match &**s {
+            Statement::Query(q) => q,
+            other => {
+                let shown = other.to_string();
+                return Err(refuse(
+                    shown.split_whitespace().next().unwrap_or("this statement"),
+                ));
+            }
+        },
         other => {
             let shown = other.to_string();
-            let verb = shown.split_whitespace().next().unwrap_or("this statement");
-            Err(StoreError::InvalidQuery(format!(
-                "only read-only SELECT/WITH queries are allowed; {verb} is refused (the archive is never changed through SQL)"
-            )))
+            return Err(refuse(
+                shown.split_whitespace().next().unwrap_or("this statement"),
+            ));
         }
+    };
+    let mut gate = ReadOnlyGate::default();
+    if let ControlFlow::Break(e) = query.visit(&mut gate) {
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Walks a parsed query: every nested query must be a read, and expressions nest at most
+/// [`MAX_EXPR_DEPTH`] deep.
+#[derive(Default)]
+struct ReadOnlyGate {
+    depth: usize,
+}
+
+impl Visitor for ReadOnlyGate {
+    type Break = StoreError;
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<StoreError> {
+        let writes = match &*query.body {
+            SetExpr::Insert(_) => Some("INSERT"),
+            SetExpr::Update(_) => Some("UPDATE"),
+            SetExpr::Delete(_) => Some("DELETE"),
+            SetExpr::Merge(_) => Some("MERGE"),
+            SetExpr::Select(s) if s.into.is_some() => Some("SELECT … INTO"),
+            _ => None,
+        };
+        match writes {
+            Some(w) => ControlFlow::Break(StoreError::InvalidQuery(format!(
+                "only read-only SELECT/WITH queries are allowed; {w} is refused, inside a WITH too (the archive is never changed through SQL)"
+            ))),
+            None => ControlFlow::Continue(()),
+        }
+    }
+
+    fn pre_visit_statement(&mut self, s: &Statement) -> ControlFlow<StoreError> {
+        let shown = s.to_string();
+        let verb = shown
+            .split_whitespace()
+            .next()
+            .unwrap_or("a statement")
+            .to_owned();
+        ControlFlow::Break(StoreError::InvalidQuery(format!(
+            "only read-only SELECT/WITH queries are allowed; {verb} inside the query is refused"
+        )))
+    }
+
+    fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<StoreError> {
+        self.depth += 1;
+        if self.depth > MAX_EXPR_DEPTH {
+            return ControlFlow::Break(StoreError::InvalidQuery(format!(
+                "the query nests expressions more than {MAX_EXPR_DEPTH} deep (a long chain of +, ||, AND or OR counts one level per operator); shorten it: `x IN (a, b, c)` for many ORs, concat(a, b, c) for many ||, or a CTE"
+            )));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<StoreError> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
     }
 }
 
@@ -102,9 +210,14 @@ pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlR
     let started = Instant::now();
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_bytes, 1.0)
+        .with_disk_manager_builder(
+            DiskManagerBuilder::default()
+                .with_mode(DiskManagerMode::Directories(vec![spill_dir(store)?])),
+        )
         .build_arc()?;
     let config = SessionConfig::new().with_batch_size(1024);
     let ctx = SessionContext::new_with_config_rt(config, runtime);
+    sql_caps::register(&ctx);
     for (name, _) in TABLES {
         if let Some(ds) = store.dataset(name).await? {
             ctx.register_table(
@@ -126,9 +239,17 @@ pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlR
         let mut truncated = None;
         while let Some(b) = stream.next().await {
             let b = b?;
-            let take = b.num_rows().min(limits.max_rows - rows);
+            // Cells are cut to the byte cap before anything is kept, and a batch is cut where
+            // it would pass the cap: no result outgrows it, whatever one row holds.
+            let b = sql_caps::cap_cells(&b, limits.max_bytes).unwrap_or(b);
+            let mut take = b.num_rows().min(limits.max_rows - rows);
+            let size = b.slice(0, take).get_array_memory_size();
+            let room = limits.max_bytes.saturating_sub(bytes);
+            if size > room && take > 1 {
+                take = (take * room / size).max(1);
+            }
             let b = b.slice(0, take);
-            bytes += b.get_array_memory_size();
+            bytes += b.get_array_memory_size().min(size);
             rows += take;
             batches.push(b);
             if rows >= limits.max_rows {
@@ -168,6 +289,25 @@ pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlR
         truncated,
         elapsed: started.elapsed(),
     })
+}
+
+/// Where this process's queries spill (under the store, not the system's temp dir: spilled
+/// rows are archive text), after removing what queries of processes that died left.
+fn spill_dir(store: &Store) -> Result<PathBuf> {
+    let root = store.root().join("tmp");
+    for e in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let dead = name
+            .strip_prefix("sql-")
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+        if dead {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let dir = root.join(format!("sql-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -278,8 +418,39 @@ mod tests {
             "SET datafusion.execution.batch_size = 1",
             "",
             "SELEC oops",
+            "WITH t AS (SELECT 1) INSERT INTO messages SELECT * FROM t",
+            "SELECT * INTO newtable FROM messages",
+            "WITH t AS (SELECT * INTO x FROM messages) SELECT 1",
+            "SELECT * FROM (SELECT * INTO x FROM messages) AS y",
         ] {
             assert!(check_read_only(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn deep_or_huge_queries_are_refused_with_a_hint_not_a_crash() {
+        for (op, n) in [
+            ("+", 500),
+            (" OR ", 1000),
+            ("||", 600),
+            (" AND ", 5000),
+            ("+", 30000),
+        ] {
+            let q = format!("SELECT {}", vec!["1"; n].join(op));
+            let e = check_read_only(&q).unwrap_err().to_string();
+            assert!(
+                e.contains("nests expressions") || e.contains("byte limit"),
+                "{e}"
+            );
+        }
+        let nested = format!("SELECT {}1{}", "(".repeat(300), ")".repeat(300));
+        assert!(check_read_only(&nested).is_err());
+        let fine = format!("SELECT {}", vec!["1"; 100].join(" + "));
+        assert!(check_read_only(&fine).is_ok());
+        let long = format!("SELECT '{}'", "x".repeat(MAX_QUERY_BYTES));
+        assert!(check_read_only(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("byte limit"));
     }
 }

@@ -2,6 +2,7 @@
 //! the per-store lock that keeps two writers apart.
 
 use std::fs::File;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,7 +13,8 @@ use lance::dataset::{WriteMode, WriteParams};
 use lance::io::ObjectStoreRegistry;
 use lance::session::Session;
 use lance::Dataset;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 use crate::error::{Result, StoreError};
 use crate::rowmap::{self, MapSlot, Mapped};
@@ -59,6 +61,26 @@ pub struct StoreLock {
     _file: File,
 }
 
+/// Files this process creates from now on are its owner's only (umask 077): a store holds
+/// every line of every session, secrets included. Called by [`Store::open`]; the binary
+/// calls it first thing, so logs and downloads are covered too.
+pub fn owner_only() {
+    // SAFETY: umask only sets the process's file mode mask.
+    unsafe {
+        libc::umask(0o077);
+    }
+}
+
+/// The file a sync writes before its first write and removes after its last: every
+/// dataset's version before the sync (see `crate::writer`).
+pub(crate) const JOURNAL: &str = "sync.journal";
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Journal {
+    /// Dataset name -> its version before the sync (`None`: it did not exist).
+    pub versions: HashMap<String, Option<u64>>,
+}
+
 fn outdated(messages: &Dataset) -> bool {
     MESSAGES_V2_COLUMNS
         .iter()
@@ -66,9 +88,27 @@ fn outdated(messages: &Dataset) -> bool {
 }
 
 impl Store {
-    /// Open (creating the directory if needed) the store at `root`.
+    /// Open (creating the directory if needed) the store at `root`: a local directory,
+    /// kept by its canonical path, readable by its owner only.
     pub fn open(root: &Path, config: StoreConfig) -> Result<Store> {
-        std::fs::create_dir_all(root)?;
+        let shown = root.to_string_lossy();
+        if shown.contains("://") {
+            return Err(StoreError::InvalidQuery(format!(
+                "pond stores are local directories, and {shown} looks like a URL; give a directory path"
+            )));
+        }
+        owner_only();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(root)?;
+        let root = &std::fs::canonicalize(root)?;
+        // A store made before (or by a looser umask) is closed to others now: its
+        // directory is the door to every file in it.
+        let mode = std::fs::metadata(root)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(root, std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
         let session = Arc::new(Session::new(
             config.index_cache_bytes,
             config.metadata_cache_bytes,
@@ -97,8 +137,31 @@ impl Store {
         self.table_path(name).join("_versions").is_dir()
     }
 
-    /// The latest version of a dataset, or `None` if nothing was ever written to it.
+    /// A dataset as readers see it: its latest committed version, or `None` if nothing was
+    /// ever committed to it. While a sync runs (or after one died), that is the version its
+    /// journal recorded before it started: readers never serve rows a sync may still roll
+    /// back.
     pub async fn dataset(&self, name: &str) -> Result<Option<Dataset>> {
+        match self.journaled(name) {
+            None => self.latest(name).await,
+            Some(None) => Ok(None),
+            Some(Some(version)) => {
+                if !self.exists(name) {
+                    return Ok(None);
+                }
+                let ds = DatasetBuilder::from_uri(self.uri(name))
+                    .with_session(self.session.clone())
+                    .with_version(version)
+                    .load()
+                    .await?;
+                Ok(Some(ds))
+            }
+        }
+    }
+
+    /// The latest version of a dataset, committed or not: what the writer holding the store
+    /// lock reads back of its own writes.
+    pub(crate) async fn latest(&self, name: &str) -> Result<Option<Dataset>> {
         if !self.exists(name) {
             return Ok(None);
         }
@@ -107,6 +170,14 @@ impl Store {
             .load()
             .await?;
         Ok(Some(ds))
+    }
+
+    /// The version of `name` an unfinished sync's journal recorded (`Some(None)`: it did not
+    /// exist), `None` without a journal.
+    fn journaled(&self, name: &str) -> Option<Option<u64>> {
+        let bytes = std::fs::read(self.root.join(JOURNAL)).ok()?;
+        let journal: Journal = serde_json::from_slice(&bytes).ok()?;
+        journal.versions.get(name).copied()
     }
 
     /// The row map checked against `messages` at `ds`'s version: `None` when there is no
@@ -197,6 +268,25 @@ impl Store {
         let schema = batch.schema();
         self.write(name, WriteMode::Overwrite, vec![batch], schema)
             .await
+    }
+
+    /// Keep the last report of a job kind (`sync`) beside the datasets, for status.
+    pub fn save_report<T: Serialize>(&self, kind: &str, report: &T) -> Result<()> {
+        let path = self.root.join(format!("last-{kind}.json"));
+        let tmp = path.with_extension("tmp");
+        let stamped = serde_json::json!({
+            "finished_at": chrono::Utc::now().to_rfc3339(),
+            "report": report,
+        });
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&stamped)?)?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(())
+    }
+
+    /// The last report [`Store::save_report`] kept: `{finished_at, report}`.
+    pub fn report(&self, kind: &str) -> Option<serde_json::Value> {
+        let bytes = std::fs::read(self.root.join(format!("last-{kind}.json"))).ok()?;
+        serde_json::from_slice(&bytes).ok()
     }
 
     /// Take the store's writer lock without waiting.

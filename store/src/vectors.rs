@@ -214,7 +214,7 @@ pub async fn backfill(
                     role: role.value(i).to_owned(),
                     source_agent: agent.value(i).to_owned(),
                     project: opt_str(project, i),
-                    text: t[..crate::search::floor_char(t, TEXT_BYTES.min(t.len()))].to_owned(),
+                    text: t[..t.floor_char_boundary(TEXT_BYTES)].to_owned(),
                 });
             }
         }
@@ -303,7 +303,7 @@ pub async fn forget_rows(store: &Store, row_ids: &[u64]) -> Result<()> {
     if row_ids.is_empty() {
         return Ok(());
     }
-    let Some(mut ds) = store.dataset(EMBEDDINGS).await? else {
+    let Some(mut ds) = store.latest(EMBEDDINGS).await? else {
         return Ok(());
     };
     for chunk in row_ids.chunks(1000) {
@@ -314,12 +314,45 @@ pub async fn forget_rows(store: &Store, row_ids: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// Remove the vectors whose message row does not exist (rows a killed sync added and its
+/// recovery rolled back, while a backfill embedded them). Returns how many went.
+pub async fn prune(store: &Store) -> Result<u64> {
+    let (Some(vectors), Some(messages)) = (
+        store.latest(EMBEDDINGS).await?,
+        store.latest(MESSAGES).await?,
+    ) else {
+        return Ok(0);
+    };
+    let mut rows = HashSet::new();
+    let mut scan = messages.scan();
+    scan.with_row_id().project::<&str>(&[])?;
+    let mut stream = scan.try_into_stream().await?;
+    while let Some(b) = stream.try_next().await? {
+        rows.extend(
+            primitive_col::<UInt64Type>(&b, "_rowid")?
+                .values()
+                .iter()
+                .copied(),
+        );
+    }
+    let mut gone = Vec::new();
+    let mut scan = vectors.scan();
+    scan.project(&["row_id"])?;
+    let mut stream = scan.try_into_stream().await?;
+    while let Some(b) = stream.try_next().await? {
+        let ids = primitive_col::<UInt64Type>(&b, "row_id")?;
+        gone.extend(ids.values().iter().copied().filter(|r| !rows.contains(r)));
+    }
+    forget_rows(store, &gone).await?;
+    Ok(gone.len() as u64)
+}
+
 /// After `messages` was re-derived (every row has a new row id): point each vector at the
 /// row that now owns its message id, with that row's filter columns, and drop the vectors
 /// of messages that are not searchable any more. Vectors are never computed again. The
 /// caller holds the store lock and the embedding lock. Returns (kept, dropped).
 pub async fn rekey(store: &Store, map: &crate::rowmap::RowMap) -> Result<(u64, u64)> {
-    let Some(ds) = store.dataset(EMBEDDINGS).await? else {
+    let Some(ds) = store.latest(EMBEDDINGS).await? else {
         return Ok((0, 0));
     };
     let (mut kept, mut dropped) = (0u64, 0u64);
@@ -419,10 +452,16 @@ pub async fn describe(store: &Store, searchable: usize) -> String {
     else {
         return "embeddings: no model (full-text only; `pond model fetch` or `pond model import DIR`, then `pond embed`, enable vector search)".into();
     };
+    // Vectors are keyed by the name and the weights' hash (`pond_embed::Manifest::
+    // vector_key`); an asset from before weights were hashed keys them by name alone.
+    let key = match manifest.as_ref().and_then(|m| m["weights"].as_str()) {
+        Some(h) => format!("{name}@{}", &h[..h.len().min(12)]),
+        None => name.clone(),
+    };
     let have = counts(store)
         .await
         .ok()
-        .and_then(|c| c.into_iter().find(|(m, _)| *m == name).map(|(_, n)| n))
+        .and_then(|c| c.into_iter().find(|(m, _)| *m == key).map(|(_, n)| n))
         .unwrap_or(0);
     format!(
         "embeddings: model {name}; {have} of {searchable} searchable messages have vectors{}",

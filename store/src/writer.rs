@@ -20,7 +20,7 @@ use futures::TryStreamExt;
 use lance::dataset::{MergeInsertBuilder, UpdateBuilder, WhenMatched, WhenNotMatched};
 use lance::Dataset;
 use pond_ingest::{FileBatch, FileCursor, SessionRow};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::sync::Arc;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -30,15 +30,7 @@ use crate::read::{primitive_col, session_rows, string_col};
 use crate::schema::{
     self, sql_str, StoredMessage, ALL_TABLES, FILES, MESSAGES, PARTS, RECORDS, SESSIONS,
 };
-use crate::store::{Store, StoreLock};
-
-const JOURNAL: &str = "sync.journal";
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Journal {
-    /// Dataset name -> its version before the sync (`None`: it did not exist).
-    versions: HashMap<String, Option<u64>>,
-}
+use crate::store::{Journal, Store, StoreLock, JOURNAL};
 
 /// What one [`SyncWriter::write`] stored.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -99,7 +91,7 @@ impl<'a> SyncWriter<'a> {
     /// The cursor of every file synced before.
     pub async fn cursors(&self) -> Result<HashMap<String, FileCursor>> {
         let mut out = HashMap::new();
-        let Some(ds) = self.store.dataset(FILES).await? else {
+        let Some(ds) = self.store.latest(FILES).await? else {
             return Ok(out);
         };
         let mut stream = ds
@@ -126,7 +118,7 @@ impl<'a> SyncWriter<'a> {
         }
         let mut versions = HashMap::new();
         for name in ALL_TABLES {
-            let v = self.store.dataset(name).await?.map(|d| d.version().version);
+            let v = self.store.latest(name).await?.map(|d| d.version().version);
             versions.insert(name.to_owned(), v);
         }
         write_atomic(
@@ -147,7 +139,7 @@ impl<'a> SyncWriter<'a> {
     /// `(line, content hash)` of the records already stored for a file.
     async fn stored_lines(&self, path: &str) -> Result<HashSet<(u64, u64)>> {
         let mut out = HashSet::new();
-        let Some(ds) = self.store.dataset(RECORDS).await? else {
+        let Some(ds) = self.store.latest(RECORDS).await? else {
             return Ok(out);
         };
         let mut scan = ds.scan();
@@ -191,7 +183,7 @@ impl<'a> SyncWriter<'a> {
     /// `to`, and forget `from`'s cursor (the caller stores it under `to`).
     pub async fn rename_source(&mut self, from: &str, to: &str) -> Result<()> {
         self.journal().await?;
-        if let Some(ds) = self.store.dataset(RECORDS).await? {
+        if let Some(ds) = self.store.latest(RECORDS).await? {
             UpdateBuilder::new(Arc::new(ds))
                 .update_where(&format!("source_path = {}", sql_str(from)))?
                 .set("source_path", &sql_str(to))?
@@ -206,7 +198,7 @@ impl<'a> SyncWriter<'a> {
     /// lines are stored under its canonical path too).
     pub async fn drop_source(&mut self, path: &str) -> Result<()> {
         self.journal().await?;
-        if let Some(mut ds) = self.store.dataset(RECORDS).await? {
+        if let Some(mut ds) = self.store.latest(RECORDS).await? {
             ds.delete(&format!("source_path = {}", sql_str(path)))
                 .await?;
         }
@@ -214,7 +206,7 @@ impl<'a> SyncWriter<'a> {
     }
 
     async fn forget_file(&mut self, path: &str) -> Result<()> {
-        if let Some(mut ds) = self.store.dataset(FILES).await? {
+        if let Some(mut ds) = self.store.latest(FILES).await? {
             ds.delete(&format!("path = {}", sql_str(path))).await?;
         }
         Ok(())
@@ -342,7 +334,7 @@ impl<'a> SyncWriter<'a> {
         if touched.is_empty() {
             return Ok(());
         }
-        if let Some(ds) = self.store.dataset(SESSIONS).await? {
+        if let Some(ds) = self.store.latest(SESSIONS).await? {
             let ids: Vec<String> = touched.keys().map(|k| sql_str(k)).collect();
             for chunk in ids.chunks(500) {
                 let filter = format!("id IN ({})", chunk.join(","));
@@ -367,7 +359,10 @@ async fn demote_owners(store: &Store, ids: &[&str]) -> Result<Vec<u64>> {
     for chunk in ids.chunks(500) {
         let list: Vec<String> = chunk.iter().map(|i| sql_str(i)).collect();
         let filter = format!("NOT replayed AND id IN ({})", list.join(","));
-        let ds = store.require(MESSAGES).await?;
+        let ds = store
+            .latest(MESSAGES)
+            .await?
+            .ok_or_else(|| StoreError::NotFound("messages vanished during a sync".into()))?;
         let mut scan = ds.scan();
         scan.with_row_id().filter(&filter)?;
         let batches: Vec<RecordBatch> = scan.try_into_stream().await?.try_collect().await?;
@@ -406,7 +401,7 @@ async fn upsert(
     batch: arrow_array::RecordBatch,
     key: &str,
 ) -> Result<()> {
-    let Some(ds) = store.dataset(name).await? else {
+    let Some(ds) = store.latest(name).await? else {
         return store.append(name, batch).await;
     };
     let schema = batch.schema();
@@ -431,8 +426,12 @@ async fn recover(store: &Store) -> Result<bool> {
         std::fs::remove_file(&path)?;
         return Ok(false);
     };
-    for (name, version) in &journal.versions {
-        match (version, store.dataset(name).await?) {
+    // Only pond's own datasets: a name in the file is never a path to remove.
+    for name in ALL_TABLES {
+        let Some(version) = journal.versions.get(name) else {
+            continue;
+        };
+        match (version, store.latest(name).await?) {
             (Some(v), Some(ds)) if ds.version().version != *v => {
                 tracing::warn!(table = %name, version = v, "restoring after an interrupted sync");
                 let mut old: Dataset = ds.checkout_version(*v).await?;
@@ -446,6 +445,14 @@ async fn recover(store: &Store) -> Result<bool> {
         }
     }
     std::fs::remove_file(&path)?;
+    // A backfill that ran during the dead sync may have embedded rows that are gone now.
+    let pruned = crate::vectors::prune(store).await?;
+    if pruned > 0 {
+        tracing::warn!(
+            pruned,
+            "removed the vectors of rows the interrupted sync had added"
+        );
+    }
     Ok(true)
 }
 

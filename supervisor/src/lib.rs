@@ -19,4 +19,4 @@ pub mod runner;
 pub mod workers;
 
 pub use runner::{LocalJobs, Runner};
-pub use workers::{JobOptions, WorkerCommand, WorkerStatus, Workers, WorkersConfig};
+pub use workers::{sync_stall, JobOptions, WorkerCommand, WorkerStatus, Workers, WorkersConfig};

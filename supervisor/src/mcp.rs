@@ -455,6 +455,7 @@ impl PondServer {
         let opts = JobOptions {
             deadline: Some(Duration::from_secs(timeout_s)),
             progress: None,
+            ..JobOptions::default()
         };
         match self.runner.run(job, opts).await {
             Ok(Output::Sql(out)) => Ok(format!("{}\n{}\n", out.text.trim_end(), out.footer)),
@@ -509,6 +510,9 @@ impl PondServer {
         out.push('\n');
         if let Some(sync) = self.last_sync.lock().expect("sync note").as_deref() {
             out.push_str(&format!("last background sync: {sync}\n"));
+        }
+        if let Some(saved) = self.store.report("sync") {
+            out.push_str(&render::last_sync(&saved));
         }
         let me = footprint::of_self().unwrap_or_default();
         out.push_str(&format!(
@@ -609,7 +613,13 @@ impl ServerHandler for PondServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let result = match self.call(&request.name, request.arguments).await {
+        // A panic in a handler (a bug) is this call's tool error, not a dead session; the
+        // panic hook logs where it happened, never the message (it may quote archived text).
+        let call = std::panic::AssertUnwindSafe(self.call(&request.name, request.arguments));
+        let answer = futures::FutureExt::catch_unwind(call)
+            .await
+            .unwrap_or_else(|_| Err(internal("an internal error (a bug, logged by pond)")));
+        let result = match answer {
             Ok(text) => {
                 CallToolResult::success(vec![ContentBlock::text(bounded(text, MAX_ANSWER_BYTES))])
             }
@@ -668,7 +678,11 @@ impl PondServer {
         loop {
             let started = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC");
             let job = Job::Sync(auto.request.clone());
-            let note = match self.runner.run(job, JobOptions::default()).await {
+            let opts = JobOptions {
+                stall: Some(crate::workers::sync_stall()),
+                ..JobOptions::default()
+            };
+            let note = match self.runner.run(job, opts).await {
                 Ok(Output::Sync(r)) => format!(
                     "{started}: {} files seen, {} messages added, {} lines skipped{}",
                     r.files_seen,

@@ -308,6 +308,60 @@ pub fn sync_report(r: &SyncReport) -> String {
     out
 }
 
+/// The last sync's outcome as status shows it (from `Store::report("sync")`): when, what
+/// it added, what it skipped and why, what it repaired, what it set aside.
+pub fn last_sync(saved: &serde_json::Value) -> String {
+    let mut out = String::new();
+    let Ok(r) = serde_json::from_value::<SyncReport>(saved["report"].clone()) else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "last sync: {}: {} files seen, {} messages added",
+        saved["finished_at"].as_str().unwrap_or("?"),
+        r.files_seen,
+        r.messages_added
+    );
+    if r.skipped > 0 {
+        let kinds: Vec<String> = r
+            .skipped_by_reason
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let _ = writeln!(out, "  skipped {} lines: {}", r.skipped, kinds.join(", "));
+        for s in r.skip_examples.iter().take(5) {
+            let _ = writeln!(out, "    {}:{}: {}", s.path, s.line, s.reason);
+        }
+    }
+    if r.rederived {
+        let _ = writeln!(
+            out,
+            "  upgraded: sessions, messages and parts re-derived from the stored lines of {} files ({} second spellings of file paths merged)",
+            r.rederived_files, r.paths_repaired
+        );
+    }
+    if r.recovered_interrupted_sync {
+        let _ = writeln!(
+            out,
+            "  recovered: an interrupted sync was rolled back first"
+        );
+    }
+    if r.demoted_messages > 0 {
+        let _ = writeln!(
+            out,
+            "  {} stored messages were found to be copies of originals read later",
+            r.demoted_messages
+        );
+    }
+    for path in &r.set_aside {
+        let _ = writeln!(
+            out,
+            "  set aside (the sync worker died reading it; read again once it changes): {path}"
+        );
+    }
+    out
+}
+
 pub fn counts(c: &StoreCounts) -> String {
     format!(
         "sessions {}, messages {} ({} searchable, {} replayed copies), parts {}, records {}, files {}",

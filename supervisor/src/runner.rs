@@ -52,6 +52,17 @@ impl Runner {
     /// The embedding of a search query, from the embed worker (which loads the store's
     /// model on first use and exits when idle).
     pub async fn embed_query(&self, query: &str) -> Result<QueryVector, JobError> {
+        // The same limit search applies, before the text crosses IPC.
+        if query.len() > pond_store::search::MAX_QUERY_BYTES {
+            return Err(JobError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "the query is {} bytes, over the {}-byte limit: search with the words that matter",
+                    query.len(),
+                    pond_store::search::MAX_QUERY_BYTES
+                ),
+            ));
+        }
         let job = Job::Embed(EmbedJob {
             texts: vec![query.to_owned()],
             query: true,
@@ -59,6 +70,7 @@ impl Runner {
         let opts = JobOptions {
             deadline: Some(std::time::Duration::from_secs(120)),
             progress: None,
+            ..JobOptions::default()
         };
         match self.run(job, opts).await? {
             Output::Vectors(mut v) if v.vectors.len() == 1 => Ok(QueryVector {

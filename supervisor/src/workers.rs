@@ -24,7 +24,6 @@ use pond_protocol::footprint;
 use pond_protocol::{
     ErrorKind, FromWorker, Job, JobError, Output, Progress, ToWorker, WorkerKind, PROTOCOL_VERSION,
 };
-use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
@@ -78,8 +77,22 @@ impl WorkersConfig {
 pub struct JobOptions {
     /// Kill the worker and fail the job after this long.
     pub deadline: Option<Duration>,
+    /// Kill the worker and fail the job when it reports no progress for this long (a job
+    /// whose length follows its work, like a sync, has no fixed deadline but must not hang).
+    pub stall: Option<Duration>,
     /// Where progress messages go.
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
+}
+
+/// How long a sync may report no progress before its worker is killed: ten minutes, or
+/// `POND_SYNC_STALL_SECS` (tests make it short).
+pub fn sync_stall() -> Duration {
+    let secs = std::env::var("POND_SYNC_STALL_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&s: &u64| s > 0)
+        .unwrap_or(600);
+    Duration::from_secs(secs)
 }
 
 /// One worker kind's state, as the status resource shows it.
@@ -303,17 +316,7 @@ async fn spawn(config: &WorkersConfig, kind: WorkerKind) -> Result<Live, JobErro
     let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(err) = child.stderr.take() {
         let tail = stderr_tail.clone();
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(err).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("[pond {kind} worker {pid}] {line}");
-                let mut t = tail.lock().expect("tail lock");
-                if t.len() == STDERR_TAIL {
-                    t.pop_front();
-                }
-                t.push_back(line);
-            }
-        });
+        tokio::spawn(forward_stderr(err, kind, pid, tail));
     }
     // The one-shot server's accept blocks with no timeout: run it on a blocking thread and
     // race it against the child's exit and the connect deadline. If we give up, connect to
@@ -408,6 +411,7 @@ enum End {
     Done(Box<Result<Output, JobError>>),
     Gone,
     Deadline(Duration),
+    Stalled(Duration),
     OverBudget(u64, u64),
     Cancelled,
 }
@@ -513,8 +517,17 @@ impl Actor {
         Ok(())
     }
 
+    /// A worker that could not be started (spawn, handshake): counted for the backoff and
+    /// the refusal, which keep a broken install from looping.
     fn crashed(&mut self, note: &str) {
         self.crashes.push_back(Instant::now());
+        self.died(note);
+    }
+
+    /// A worker that died during a job (a query that crashed it, a kill from outside): noted,
+    /// but not counted for the refusal, so that no caller's request can make pond refuse
+    /// the next ones; each request starts a fresh worker.
+    fn died(&mut self, note: &str) {
         self.update(|s| {
             s.pid = None;
             s.crashes += 1;
@@ -560,6 +573,7 @@ impl Actor {
         let kind = self.kind;
         let budget = self.config.memory_budget_kib.get(&kind).copied();
         let deadline = opts.deadline.map(|d| (Instant::now() + d, d));
+        let mut stall_at = opts.stall.map(|d| Instant::now() + d);
         let live = self.live.as_mut().expect("live worker");
         let sent = live.jobs.send(ToWorker::Run { id, job }).is_ok();
         let mut sample = tokio::time::interval(SAMPLE_EVERY);
@@ -570,6 +584,7 @@ impl Actor {
                 tokio::select! {
                     m = live.events.recv() => match m {
                         Some(FromWorker::Progress { id: of, progress }) if of == id => {
+                            stall_at = opts.stall.map(|d| Instant::now() + d);
                             if let Some(p) = &opts.progress {
                                 let _ = p.send(progress);
                             }
@@ -580,6 +595,9 @@ impl Actor {
                     },
                     _ = sleep_until(deadline.map(|d| d.0)) => {
                         break End::Deadline(deadline.map(|d| d.1).unwrap_or_default())
+                    }
+                    _ = sleep_until(stall_at) => {
+                        break End::Stalled(opts.stall.unwrap_or_default())
                     }
                     _ = sample.tick(), if budget.is_some() => {
                         let used = footprint::of_pid(live.pid).map_or(0, |f| f.footprint_kib());
@@ -600,7 +618,7 @@ impl Actor {
             End::Gone => {
                 let live = self.live.take().expect("live worker");
                 let note = live.reap().await;
-                self.crashed(&note);
+                self.died(&note);
                 Some(Err(JobError::new(
                     ErrorKind::Crashed,
                     format!(
@@ -615,6 +633,17 @@ impl Actor {
                     ErrorKind::Timeout,
                     format!(
                         "the job ran past its deadline of {} s, so its {kind} worker was killed and its memory returned",
+                        d.as_secs_f64()
+                    ),
+                )))
+            }
+            End::Stalled(d) => {
+                self.kill(format!("killed: no progress for {} s", d.as_secs_f64()))
+                    .await;
+                Some(Err(JobError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the job made no progress for {} s (a file that cannot be read to its end?), so its {kind} worker was killed",
                         d.as_secs_f64()
                     ),
                 )))
@@ -652,6 +681,54 @@ impl Actor {
             s.pid = None;
             s.last_exit = Some(why);
         });
+    }
+}
+
+/// The longest stderr line of a worker kept or forwarded; the rest of a longer line is
+/// dropped (a worker must not grow the front by printing).
+const STDERR_LINE_BYTES: usize = 4096;
+
+/// Forward a worker's stderr line by line (prefixed with its kind and pid) and keep the last
+/// lines to explain its death.
+async fn forward_stderr(
+    err: tokio::process::ChildStderr,
+    kind: WorkerKind,
+    pid: u32,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    use tokio::io::AsyncBufReadExt;
+
+    let mut r = tokio::io::BufReader::new(err);
+    let mut line = Vec::new();
+    let emit = |line: &[u8]| {
+        let line = String::from_utf8_lossy(line).into_owned();
+        eprintln!("[pond {kind} worker {pid}] {line}");
+        let mut t = tail.lock().expect("tail lock");
+        if t.len() == STDERR_TAIL {
+            t.pop_front();
+        }
+        t.push_back(line);
+    };
+    loop {
+        let buf = match r.fill_buf().await {
+            Ok(b) if !b.is_empty() => b,
+            _ => break,
+        };
+        let (take, end) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let keep = if end { take - 1 } else { take };
+        let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&buf[..keep.min(room)]);
+        r.consume(take);
+        if end {
+            emit(&line);
+            line.clear();
+        }
+    }
+    if !line.is_empty() {
+        emit(&line);
     }
 }
 

@@ -172,6 +172,12 @@ fn a_real_model_finds_a_paraphrase_in_a_synced_store() {
 /// A minimal HTTP server in front of a folder, standing in for the Hugging Face hub:
 /// `GET /<repo>/resolve/main/<file>` answers with the file, anything else 404.
 fn serve_folder(repo: &str, dir: PathBuf) -> String {
+    serve_folder_with(repo, dir, None)
+}
+
+/// [`serve_folder`] that names `model.safetensors`' sha256 as the hub does for LFS files
+/// (`X-Linked-Etag`), and a commit (`X-Repo-Commit`).
+fn serve_folder_with(repo: &str, dir: PathBuf, weights_sha256: Option<String>) -> String {
     let prefix = format!("/{repo}/resolve/main/");
     use std::io::{BufRead, BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -190,9 +196,15 @@ fn serve_folder(repo: &str, dir: PathBuf) -> String {
             let mut out = stream;
             match std::fs::read(dir.join(file)) {
                 Ok(body) if path.starts_with(&prefix) => {
+                    let etag = match &weights_sha256 {
+                        Some(h) if file == "model.safetensors" => {
+                            format!("X-Linked-Etag: \"{h}\"\r\n")
+                        }
+                        _ => String::new(),
+                    };
                     let _ = write!(
                         out,
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nX-Repo-Commit: 0123456789abcdef0123456789abcdef01234567\r\n{etag}Connection: close\r\n\r\n",
                         body.len()
                     );
                     let _ = out.write_all(&body);
@@ -229,6 +241,74 @@ fn model_fetch_downloads_and_imports() {
         "{err}"
     );
     assert!(env.ok(&["model", "show"]).contains("someone/tiny-e5"));
+}
+
+#[test]
+fn model_fetch_checks_what_it_downloads_and_keys_vectors_by_the_weights() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let hub = env.dir.path().join("hub");
+    random_bert::write(&hub, Shape::tiny(), 5).unwrap();
+    // Weights that do not hash as the hub says: refused, nothing imported.
+    let endpoint = serve_folder_with("someone/tiny-e5", hub.clone(), Some("0".repeat(64)));
+    let vars = [("POND_HF_ENDPOINT", endpoint.as_str())];
+    let err = env.fails_with(&["model", "fetch", "someone/tiny-e5"], &vars);
+    assert!(
+        err.contains("sha256") && err.contains("not imported"),
+        "{err}"
+    );
+    assert!(env.fails(&["model", "show"]).contains("no model asset"));
+    // Plain http anywhere but this machine is refused before connecting.
+    let err = env.fails_with(
+        &["model", "fetch", "someone/tiny-e5"],
+        &[("POND_HF_ENDPOINT", "http://example.invalid")],
+    );
+    assert!(err.contains("use https"), "{err}");
+    // The right hash: imported, with the hub's commit recorded.
+    use sha2_hex::sha256_hex;
+    let sha = sha256_hex(&std::fs::read(hub.join("model.safetensors")).unwrap());
+    let endpoint = serve_folder_with("someone/tiny-e5", hub, Some(sha));
+    let vars = [("POND_HF_ENDPOINT", endpoint.as_str())];
+    env.ok_with(&["model", "fetch", "someone/tiny-e5"], &vars);
+    let shown = env.ok(&["model", "show"]);
+    assert!(
+        shown.contains("0123456789abcdef0123456789abcdef01234567"),
+        "{shown}"
+    );
+    // Vectors are keyed by the name and the weights' hash: another model under the same
+    // name does not reuse them.
+    env.ok(&["embed"]);
+    let before = env.ok(&["model", "show"]);
+    assert!(
+        before.contains("11 vectors from someone/tiny-e5@"),
+        "{before}"
+    );
+    let other = env.dir.path().join("other");
+    random_bert::write(&other, Shape::tiny(), 6).unwrap();
+    env.ok(&[
+        "model",
+        "import",
+        other.to_str().unwrap(),
+        "--name",
+        "someone/tiny-e5",
+    ]);
+    let r = env.json(&["embed", "--json"]);
+    assert_eq!(
+        (r["already"].as_u64(), r["embedded"].as_u64()),
+        (Some(0), Some(11)),
+        "{r}"
+    );
+}
+
+/// sha256 for the test above, through the `sha2` crate pond-embed uses.
+mod sha2_hex {
+    pub fn sha256_hex(bytes: &[u8]) -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod common;
 mod corpus;
 mod embed;
 mod faults;
+mod hardening;
 mod identity;
 mod mcp;
 mod query;

@@ -807,3 +807,97 @@ fn a_front_killed_outright_takes_its_workers_with_it() {
         "the SQL worker died with its front"
     );
 }
+
+#[test]
+fn mcp_hostile_calls_get_answers_and_the_server_keeps_serving() {
+    let env = synced();
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        // Deep expressions: a tool error that says what to shorten, never a crashed worker
+        // nor a refusal of the next queries.
+        for q in [
+            format!("SELECT {}", vec!["1"; 500].join("+")),
+            format!("SELECT 1 WHERE {}", vec!["1=1"; 1000].join(" OR ")),
+            format!("SELECT {}", vec!["'a'"; 600].join("||")),
+            format!("SELECT {}", vec!["1"; 500].join("+")),
+            format!("SELECT {}", vec!["1"; 500].join("+")),
+            format!("SELECT {}", vec!["1"; 500].join("+")),
+        ] {
+            let t = c.mistake("pond_sql", json!({ "query": q })).await;
+            assert!(t.contains("nests expressions"), "{t}");
+        }
+        let n = c
+            .ok(
+                "pond_sql",
+                json!({"query": "SELECT count(*) AS n FROM sessions"}),
+            )
+            .await;
+        assert!(n.contains('5'), "{n}");
+        let status = c.resource("pond://status").await;
+        assert!(
+            !status.contains("crashes 1") && !status.contains("1 crashes"),
+            "{status}"
+        );
+        // Writes inside a query are refused before planning.
+        let t = c
+            .mistake(
+                "pond_sql",
+                json!({"query": "WITH t AS (SELECT 1) INSERT INTO sessions SELECT * FROM t"}),
+            )
+            .await;
+        assert!(t.contains("read-only"), "{t}");
+        // A value that would be huge is refused; one merely long is cut to the answer's cap.
+        let t = c
+            .mistake(
+                "pond_sql",
+                json!({"query": "SELECT repeat('x', 200000000) AS v"}),
+            )
+            .await;
+        assert!(t.contains("repeat"), "{t}");
+        let t = c
+            .ok(
+                "pond_sql",
+                json!({"query": "SELECT repeat('x', 3000000) AS v", "format": "json"}),
+            )
+            .await;
+        assert!(t.len() < 120 * 1024, "{}", t.len());
+        assert!(t.contains("more bytes"), "{}", &t[t.len() - 200..]);
+        // Paging past either end of a session: an empty page that says so.
+        let id = "11111111-1111-4111-8111-111111111111";
+        let last = c
+            .ok(
+                "pond_get_session",
+                json!({"id": id, "from": "end", "limit": 1}),
+            )
+            .await;
+        let last_id = last
+            .lines()
+            .find(|l| l.starts_with('#'))
+            .and_then(|l| l.split_whitespace().nth(4))
+            .unwrap()
+            .to_owned();
+        let t = c
+            .ok("pond_get_session", json!({"id": id, "after": last_id}))
+            .await;
+        assert!(t.contains("no messages in this page"), "{t}");
+        let first = c
+            .ok("pond_get_session", json!({"id": id, "limit": 1}))
+            .await;
+        let first_id = first
+            .lines()
+            .find(|l| l.starts_with('#'))
+            .and_then(|l| l.split_whitespace().nth(4))
+            .unwrap()
+            .to_owned();
+        let t = c
+            .ok("pond_get_session", json!({"id": id, "before": first_id}))
+            .await;
+        assert!(t.contains("no messages in this page"), "{t}");
+        // An oversized search query is refused at the edge.
+        let t = c
+            .mistake("pond_search", json!({"query": "word ".repeat(100_000)}))
+            .await;
+        assert!(t.contains("query is"), "{t}");
+        c.service.cancel().await.unwrap();
+    });
+}

@@ -13,7 +13,6 @@ use pond_protocol::job::{
     SqlOutput, Vectors, EMBED_MAX_TEXTS, EMBED_TEXT_BYTES,
 };
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
-use pond_store::search::floor_char;
 use pond_store::sql::{self, SqlLimits};
 use pond_store::{indexes, rowmap, schema, vectors, Store, StoreError};
 
@@ -89,7 +88,7 @@ impl Jobs {
         let texts: Vec<&str> = req
             .texts
             .iter()
-            .map(|t| &t[..floor_char(t, EMBED_TEXT_BYTES.min(t.len()))])
+            .map(|t| &t[..t.floor_char_boundary(EMBED_TEXT_BYTES)])
             .collect();
         let kind = if req.query {
             TextKind::Query
@@ -98,7 +97,7 @@ impl Jobs {
         };
         let vectors = e.embed(&texts, kind).map_err(embed_error)?;
         Ok(Vectors {
-            model: e.manifest().name.clone(),
+            model: e.manifest().vector_key(),
             dims: e.manifest().dims as u32,
             vectors,
         })
@@ -112,7 +111,7 @@ impl Jobs {
         let started = Instant::now();
         let _lock = self.store.embed_lock().map_err(store_error)?;
         let e = self.embedder()?;
-        let (model, dims) = (e.manifest().name.clone(), e.manifest().dims);
+        let (model, dims) = (e.manifest().vector_key(), e.manifest().dims);
         let mut embed = |texts: &[&str]| {
             e.embed(texts, TextKind::Passage)
                 .map_err(|err| StoreError::InvalidQuery(format!("embedding failed: {err}")))
@@ -193,6 +192,11 @@ async fn execute(
         Job::Rebuild(req) => {
             let started = Instant::now();
             let (lock, repaired) = crate::sync::repair_store(store).await.map_err(sync_error)?;
+            // Vectors of rows that are gone (a backfill during a sync that was killed).
+            let pruned = vectors::prune(store).await.map_err(store_error)?;
+            if pruned > 0 {
+                tracing::warn!(pruned, "removed vectors whose messages are gone");
+            }
             // Re-derived messages need every index and the row map afresh.
             let all = repaired.rederived;
             let mut step = |name: &str| progress(Progress::Step(name.to_owned()));

@@ -12,5 +12,6 @@
 
 pub mod jobs;
 pub mod process;
+pub mod quarantine;
 pub mod repair;
 pub mod sync;

@@ -18,6 +18,7 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use pond_ingest::discover::classify;
+use pond_ingest::paths::{key_path, path_key};
 use pond_ingest::reader::LineParser;
 use pond_ingest::{FileBatch, FileCursor, SourceFile, SourceKind};
 use pond_store::records::StoredLines;
@@ -55,19 +56,20 @@ fn same_head(path: &Path, cursor: &FileCursor) -> bool {
 /// relative and `c`, discovered or stored, ends with it; either way `c`'s head must match
 /// what the stored cursor hashed, so a different file of the same name is never merged.
 pub fn plan(cursors: &HashMap<String, FileCursor>, discovered: &[SourceFile]) -> Vec<Repair> {
-    let canonical: HashSet<&Path> =
-        discovered
-            .iter()
-            .map(|f| f.path.as_path())
-            .chain(cursors.keys().map(Path::new).filter(|p| {
-                p.is_absolute() && std::fs::canonicalize(p).ok().as_deref() == Some(*p)
-            }))
-            .collect();
+    let canonical: HashSet<PathBuf> = discovered
+        .iter()
+        .map(|f| f.path.as_path())
+        .map(Path::to_path_buf)
+        .chain(cursors.keys().map(|k| key_path(k)).filter(|p| {
+            p.is_absolute() && std::fs::canonicalize(p).ok().as_deref() == Some(p.as_path())
+        }))
+        .collect();
     let mut out = Vec::new();
     let mut stored: Vec<&String> = cursors.keys().collect();
     stored.sort();
     for s in stored {
-        let sp = Path::new(s.as_str());
+        let sp = key_path(s);
+        let sp = sp.as_path();
         if canonical.contains(sp) {
             continue;
         }
@@ -83,7 +85,7 @@ pub fn plan(cursors: &HashMap<String, FileCursor>, discovered: &[SourceFile]) ->
             }
         };
         let Some(target) = target else { continue };
-        let to = target.to_string_lossy().into_owned();
+        let to = path_key(&target);
         let matches = match cursors.get(&to) {
             Some(c) => c.head_len == cursor.head_len && c.head_hash == cursor.head_hash,
             None => same_head(&target, cursor),
@@ -157,7 +159,7 @@ pub async fn rederive(
                 .get(p)
                 .and_then(|c| c.format.as_deref())
                 .and_then(SourceKind::parse);
-            classify(PathBuf::from(p), kind)
+            classify(key_path(p), kind)
         })
         .collect();
     files.sort_by(|a, b| {
@@ -165,14 +167,14 @@ pub async fn rederive(
     });
     let mut pending = FileBatch::default();
     for f in &files {
-        let path = f.path.to_string_lossy();
-        let cursor = cursors.get(path.as_ref());
+        let path = path_key(&f.path);
+        let cursor = cursors.get(&path);
         let mut parser = LineParser::new(
             f,
             cursor.and_then(|c| c.format.as_deref()),
             cursor.map_or(0, |c| c.mtime_ns),
         );
-        let rows: Vec<u64> = lines.by_file[path.as_ref()].iter().map(|l| l.1).collect();
+        let rows: Vec<u64> = lines.by_file[&path].iter().map(|l| l.1).collect();
         for chunk in rows.chunks(4096) {
             for l in lines.read(chunk).await? {
                 parser.line(l.line, l.byte_offset, &l.raw);

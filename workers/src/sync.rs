@@ -6,18 +6,19 @@
 //! message-id hash set (16 bytes an id) live for the whole job.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use pond_ingest::paths::path_key;
+use pond_ingest::reader::read_file_part;
 use pond_ingest::reader::ReadMode;
-use pond_ingest::{
-    discover, read_file, FileBatch, FileCursor, ReadOutcome, SourceFile, SourceKind,
-};
+use pond_ingest::{discover, FileBatch, FileCursor, ReadOutcome, SourceFile, SourceKind};
 use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
 use pond_store::{indexes, rowmap, vectors, Store, StoreLock, SyncWriter};
 
+use crate::quarantine::{Quarantine, NOTED_BYTES};
 use crate::repair;
 
 pub const FLUSH_BYTES: usize = 64 << 20;
@@ -54,16 +55,6 @@ impl From<pond_store::StoreError> for SyncError {
     }
 }
 
-/// The reason's kind: the text before its first colon or parenthesis.
-fn reason_kind(reason: &str) -> String {
-    reason
-        .split([':', '('])
-        .next()
-        .unwrap_or(reason)
-        .trim()
-        .to_owned()
-}
-
 pub async fn run(
     store: &Store,
     req: &SyncRequest,
@@ -94,67 +85,122 @@ pub async fn run(
     files.sort_by_key(|f| f.is_subagent);
     let t = Instant::now();
     let mut new_cursors = upgrade(store, &mut writer, &mut cursors, &files, &mut report).await?;
+    let mut quarantine = Quarantine::load(store.root());
     report.write_ms += t.elapsed().as_millis() as u64;
-    let (windows, unread) = plan_windows(&files, &cursors);
+    // What each file has left to read, and what all of them have.
+    let unread: Vec<u64> = files
+        .iter()
+        .map(|f| {
+            let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
+            let done = cursors
+                .get(&path_key(&f.path))
+                .map_or(0, |c| c.offset.min(size));
+            size - done
+        })
+        .collect();
     let mut prog = SyncProgress {
         files_total: files.len() as u64,
-        bytes_total: unread,
+        bytes_total: unread.iter().sum(),
         ..SyncProgress::default()
     };
     progress(prog);
 
     let mut pending = FileBatch::default();
     let mut rewritten = Vec::new();
+    let mut rewritten_paths = HashSet::new();
     let mut sessions = HashSet::new();
     // Files are read in windows: while window k is written, window k+1 is parsed on
     // blocking threads (one per core), so parsing overlaps writing and uses every core.
-    // Outcomes are consumed in file order, so the sync's writes never depend on thread
-    // timing.
+    // A file is read at most WINDOW_BYTES at a time: the rest of a larger one goes first
+    // into the next window (its read continues from the partial cursor), so memory follows
+    // the window, not the largest file. Outcomes are consumed in window order.
     let files = Arc::new(files);
-    let cursors = Arc::new(cursors);
-    let spawn = |range: Range<usize>| {
-        let (files, cursors) = (files.clone(), cursors.clone());
-        tokio::task::spawn_blocking(move || read_window(&files, range, &cursors))
+    let mut queue = Windows {
+        next: 0,
+        unread,
+        carried: Vec::new(),
     };
-    let mut next = windows.first().cloned().map(spawn);
-    for w in 1..=windows.len() {
-        let (outcomes, read_ms) = next
-            .take()
-            .expect("a window is in flight")
+    let spawn = |tasks: Vec<Task>| {
+        let files = files.clone();
+        tokio::task::spawn_blocking(move || read_window(&files, tasks))
+    };
+    // The large files of the window being read and of the one being written: what a dead
+    // worker is blamed on (see `crate::quarantine`).
+    let noted = |tasks: &[Task]| -> Vec<PathBuf> {
+        tasks
+            .iter()
+            .filter(|t| queue_unread(&files[t.file], t.from.as_ref()) >= NOTED_BYTES)
+            .map(|t| files[t.file].path.clone())
+            .collect()
+    };
+    let mut first = queue.window(&files, &cursors, &quarantine);
+    let mut reading_now = first.as_deref().map(noted).unwrap_or_default();
+    quarantine.reading(&reading_now.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    let mut next = first.take().map(spawn);
+    while let Some(reading) = next.take() {
+        let (outcomes, read_ms) = reading
             .await
             .map_err(|e| SyncError::Reader(e.to_string()))?;
-        next = windows.get(w).cloned().map(spawn);
+        queue.carried = outcomes
+            .iter()
+            .filter(|o| o.2.cursor.partial)
+            .map(|o| Task {
+                file: o.0,
+                from: Some(o.2.cursor.clone()),
+                skip: None,
+            })
+            .collect();
+        let window = queue.window(&files, &cursors, &quarantine);
+        let writing = std::mem::replace(
+            &mut reading_now,
+            window.as_deref().map(noted).unwrap_or_default(),
+        );
+        let in_flight: Vec<&Path> = writing
+            .iter()
+            .chain(&reading_now)
+            .map(PathBuf::as_path)
+            .collect();
+        quarantine.reading(&in_flight);
+        next = window.map(spawn);
         report.read_ms += read_ms;
-        for (path, before, out) in outcomes {
-            report.files_seen += 1;
+        for (i, before, out) in outcomes {
+            let path = path_key(&files[i].path);
+            if out.mode != ReadMode::Continued {
+                report.files_seen += 1;
+                prog.files_done += 1;
+            }
             match out.mode {
                 ReadMode::Unchanged => report.files_unchanged += 1,
                 ReadMode::New => report.files_new += 1,
                 ReadMode::Appended => report.files_appended += 1,
                 ReadMode::Rewritten => {
                     report.files_rewritten += 1;
-                    rewritten.push(path.clone());
+                    rewritten_paths.insert(path.clone());
                 }
+                ReadMode::Continued => {}
                 ReadMode::Failed => report.files_failed += 1,
             }
+            if rewritten_paths.contains(&path) {
+                rewritten.push(path.clone());
+            }
             let read = match out.mode {
-                ReadMode::Appended => out.cursor.offset.saturating_sub(before),
+                ReadMode::Appended | ReadMode::Continued => {
+                    out.cursor.offset.saturating_sub(before)
+                }
                 _ => out.cursor.offset,
             };
             report.bytes_read += read;
             report.lines_read += out.lines_read;
-            prog.files_done += 1;
             prog.bytes_done += read;
             prog.messages += out.batch.messages.len() as u64;
             for s in &out.batch.sessions {
                 sessions.insert(s.id.clone());
             }
+            for (kind, n) in &out.batch.skipped {
+                report.skipped += n;
+                *report.skipped_by_reason.entry(kind.clone()).or_default() += n;
+            }
             for s in &out.batch.skips {
-                report.skipped += 1;
-                *report
-                    .skipped_by_reason
-                    .entry(reason_kind(&s.reason))
-                    .or_default() += 1;
                 if report.skip_examples.len() < SKIP_EXAMPLES {
                     report.skip_examples.push(SkipNote {
                         path: s.path.clone(),
@@ -164,7 +210,8 @@ pub async fn run(
                 }
                 tracing::debug!(path = %s.path, line = s.line, reason = %s.reason, "skipped");
             }
-            if !matches!(out.mode, ReadMode::Unchanged | ReadMode::Failed) {
+            if !out.cursor.partial && !matches!(out.mode, ReadMode::Unchanged | ReadMode::Failed) {
+                quarantine.cleared(&path);
                 new_cursors.insert(path, out.cursor);
             }
             pending.append(out.batch);
@@ -204,7 +251,15 @@ pub async fn run(
         }
     }
     drop(lock);
+    quarantine.finish();
+    report.set_aside = Quarantine::list(store.root())
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
     report.elapsed_ms = started.elapsed().as_millis() as u64;
+    if let Err(e) = store.save_report("sync", &report) {
+        tracing::warn!("could not keep the sync report for status: {e}");
+    }
     Ok(report)
 }
 
@@ -269,61 +324,79 @@ pub async fn rekey_vectors(store: &Store) -> Result<(), SyncError> {
     Ok(())
 }
 
-/// Split the files into windows of about [`WINDOW_BYTES`] of unread data; also returns the
-/// unread bytes in all.
-fn plan_windows(
-    files: &[SourceFile],
-    cursors: &HashMap<String, FileCursor>,
-) -> (Vec<Range<usize>>, u64) {
-    let mut out = Vec::new();
-    let (mut start, mut bytes, mut total) = (0, 0u64, 0u64);
-    for (i, f) in files.iter().enumerate() {
-        let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
-        let done = cursors
-            .get(f.path.to_string_lossy().as_ref())
-            .map_or(0, |c| c.offset.min(size));
-        bytes += size - done;
-        total += size - done;
-        if bytes >= WINDOW_BYTES || i + 1 - start >= WINDOW_FILES {
-            out.push(start..i + 1);
-            (start, bytes) = (i + 1, 0);
-        }
-    }
-    if start < files.len() {
-        out.push(start..files.len());
-    }
-    (out, total)
+/// One file to read in a window, from its stored cursor or where its last part stopped,
+/// unless it is set aside (`skip`: why).
+struct Task {
+    file: usize,
+    from: Option<FileCursor>,
+    skip: Option<String>,
 }
 
-/// One file's outcome, with its path and the offset it was read from.
-type Outcome = (String, u64, ReadOutcome);
+/// What is left to read of `f` from `from`.
+fn queue_unread(f: &SourceFile, from: Option<&FileCursor>) -> u64 {
+    let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
+    size.saturating_sub(from.map_or(0, |c| c.offset))
+}
 
-/// Read the files of one window on one thread per core; outcomes in file order, and the
-/// wall time it took.
-fn read_window(
-    files: &[SourceFile],
-    range: Range<usize>,
-    cursors: &HashMap<String, FileCursor>,
-) -> (Vec<Outcome>, u64) {
+/// The files left to read, cut into windows of about [`WINDOW_BYTES`] of unread data.
+struct Windows {
+    /// The next file not read yet.
+    next: usize,
+    /// Each file's unread bytes.
+    unread: Vec<u64>,
+    /// Files whose read stopped at the window's budget: they open the next window.
+    carried: Vec<Task>,
+}
+
+impl Windows {
+    fn window(
+        &mut self,
+        files: &[SourceFile],
+        cursors: &HashMap<String, FileCursor>,
+        quarantine: &Quarantine,
+    ) -> Option<Vec<Task>> {
+        let mut tasks = std::mem::take(&mut self.carried);
+        let mut bytes = tasks.len() as u64 * WINDOW_BYTES;
+        while self.next < self.unread.len() && bytes < WINDOW_BYTES && tasks.len() < WINDOW_FILES {
+            let path = path_key(&files[self.next].path);
+            bytes += self.unread[self.next].min(WINDOW_BYTES);
+            tasks.push(Task {
+                file: self.next,
+                from: cursors.get(&path).cloned(),
+                skip: quarantine.set_aside(&files[self.next].path),
+            });
+            self.next += 1;
+        }
+        (!tasks.is_empty()).then_some(tasks)
+    }
+}
+
+/// One file's outcome: its index, the offset it was read from, and the outcome.
+type Outcome = (usize, u64, ReadOutcome);
+
+/// Read the files of one window on one thread per core, each up to [`WINDOW_BYTES`];
+/// outcomes in window order, and the wall time it took.
+fn read_window(files: &[SourceFile], tasks: Vec<Task>) -> (Vec<Outcome>, u64) {
     let started = Instant::now();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let next = AtomicUsize::new(range.start);
+    let next = AtomicUsize::new(0);
     let mut all: Vec<(usize, Outcome)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     let mut mine = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= range.end {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(task) = tasks.get(k) else {
                             break mine;
-                        }
-                        let f = &files[i];
-                        let path = f.path.to_string_lossy().into_owned();
-                        let prev = cursors.get(&path);
-                        let before = prev.map_or(0, |c| c.offset);
-                        let out = read_file(f, prev);
-                        mine.push((i, (path, before, out)));
+                        };
+                        let f = &files[task.file];
+                        let before = task.from.as_ref().map_or(0, |c| c.offset);
+                        let out = match &task.skip {
+                            Some(why) => ReadOutcome::skipped(f, task.from.as_ref(), why.clone()),
+                            None => read_file_part(f, task.from.as_ref(), WINDOW_BYTES),
+                        };
+                        mine.push((k, (task.file, before, out)));
                     }
                 })
             })
@@ -333,7 +406,7 @@ fn read_window(
             .flat_map(|w| w.join().expect("reader thread"))
             .collect()
     });
-    all.sort_by_key(|(i, _)| *i);
+    all.sort_by_key(|(k, _)| *k);
     let outcomes = all.into_iter().map(|(_, o)| o).collect();
     (outcomes, started.elapsed().as_millis() as u64)
 }
