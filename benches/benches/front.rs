@@ -21,7 +21,7 @@ pub const SQL: &[&str] = &[
 ];
 
 pub struct Front {
-    client: RunningService<RoleClient, ()>,
+    pub client: RunningService<RoleClient, ()>,
     pub pid: u32,
 }
 

@@ -185,8 +185,9 @@ pub fn import(
         }
     }
     // The encoder must be able to read the config, and the tokenizer must load.
-    serde_json::from_str::<candle_transformers::models::bert::Config>(&config_text)
+    let config = serde_json::from_str::<candle_transformers::models::bert::Config>(&config_text)
         .map_err(|e| EmbedError::Invalid(format!("config.json is not a BERT config: {e}")))?;
+    crate::model::check_config(&config)?;
     tokenizers::Tokenizer::from_file(&tokenizer_path)
         .map_err(|e| EmbedError::Tokenizer(format!("{}: {e}", tokenizer_path.display())))?;
 

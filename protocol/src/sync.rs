@@ -67,6 +67,9 @@ pub struct SyncReport {
     pub rederived_files: u64,
     /// Files set aside after the sync worker died reading them, skipped until they change.
     pub set_aside: Vec<String>,
+    /// Datasets compacted (too many fragments), and old versions removed.
+    pub compacted: u64,
+    pub old_versions_removed: u64,
     pub skipped: u64,
     /// Skips counted by the kind of reason ("malformed JSON", "empty line", ...).
     pub skipped_by_reason: BTreeMap<String, u64>,

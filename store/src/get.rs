@@ -496,6 +496,16 @@ pub async fn get_session(
     session_id: &str,
     req: &PageRequest,
 ) -> Result<SessionPage> {
+    store
+        .with_map_fallback(|| get_session_once(store, session_id, req))
+        .await
+}
+
+async fn get_session_once(
+    store: &Store,
+    session_id: &str,
+    req: &PageRequest,
+) -> Result<SessionPage> {
     if req.after.is_some() && req.before.is_some() {
         return Err(StoreError::InvalidQuery(
             "give either after or before, not both".into(),
@@ -599,6 +609,17 @@ async fn session_of(store: &Store, ds: &Dataset, message_id: &str) -> Result<Str
 
 /// One message with all its parts, and up to `before`/`after` neighbours (rendered short).
 pub async fn get_message(
+    store: &Store,
+    message_id: &str,
+    before: usize,
+    after: usize,
+) -> Result<MessageContext> {
+    store
+        .with_map_fallback(|| get_message_once(store, message_id, before, after))
+        .await
+}
+
+async fn get_message_once(
     store: &Store,
     message_id: &str,
     before: usize,

@@ -13,6 +13,7 @@ pub mod error;
 pub mod get;
 pub mod hydrate;
 pub mod indexes;
+pub mod maintenance;
 mod owners;
 mod read;
 pub mod records;

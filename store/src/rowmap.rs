@@ -1048,7 +1048,9 @@ impl Coverage {
         for f in ds.fragments().iter() {
             let (_, deleted) = fragment_rows(f)
                 .ok_or_else(|| corrupt("a messages fragment does not record its row count"))?;
-            c.last_fragment_id = f.id;
+            if c.last_fragment_id == NO_FRAGMENT || f.id > c.last_fragment_id {
+                c.last_fragment_id = f.id;
+            }
             c.deleted_rows += deleted as u64;
         }
         Ok(c)
@@ -1086,26 +1088,25 @@ impl Mapped {
         if map.source_version() > ds.version().version {
             return None;
         }
-        // Lance keeps fragments in id order; only the delta (usually none) is copied.
-        let fragments = ds.fragments();
-        if !fragments.is_sorted_by_key(|f| f.id) {
-            return None;
-        }
+        // New fragments always take ids above every earlier one (a compacted fragment too,
+        // wherever Lance places it), so the map covers the ids up to the one it names.
         let last = map.header.last_fragment_id;
-        let split = fragments.partition_point(|f| last != NO_FRAGMENT && f.id <= last);
+        let covered = |f: &Fragment| last != NO_FRAGMENT && f.id <= last;
         let (mut live, mut deleted) = (0usize, 0usize);
-        for f in &fragments[..split] {
+        let mut delta = Vec::new();
+        let mut delta_rows = 0;
+        for f in ds.fragments().iter() {
             let (l, d) = fragment_rows(f)?;
-            live += l;
-            deleted += d;
+            if covered(f) {
+                live += l;
+                deleted += d;
+            } else {
+                delta_rows += l;
+                delta.push(f.clone());
+            }
         }
         if live != map.rows() || deleted as u64 != map.header.deleted_rows {
             return None;
-        }
-        let delta = fragments[split..].to_vec();
-        let mut delta_rows = 0;
-        for f in &delta {
-            delta_rows += fragment_rows(f)?.0;
         }
         Some(Mapped {
             map,
@@ -1175,6 +1176,15 @@ impl MapSlot {
         *open = Some((ident, map.clone()));
         map
     }
+
+    /// Stop using the open map (a read of it failed): readers take every row from Lance
+    /// until the file is replaced.
+    pub fn distrust(&self) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, map)) = open.as_mut() {
+            *map = None;
+        }
+    }
 }
 
 /// The row map's file in a store.
@@ -1185,6 +1195,10 @@ pub fn path_in(store: &Store) -> PathBuf {
 /// Build the store's row map from `messages` in one streaming pass (rows in row-id order,
 /// batches of 4,096), replacing the old one atomically. The caller holds the store lock, so
 /// no sync writes while the map is built and two builds never overlap.
+///
+/// Row ids are stable (they survive compaction), but fragment order need not follow them:
+/// Lance may place a compacted fragment after newer ones. The row ids are read first (no
+/// data pages); when the scan order is not row-id order, the rows are taken by sorted id.
 pub async fn build(store: &Store, _lock: &StoreLock) -> Result<RowMapStats> {
     use futures::TryStreamExt;
 
@@ -1194,43 +1208,97 @@ pub async fn build(store: &Store, _lock: &StoreLock) -> Result<RowMapStats> {
     let mut writer = RowMapWriter::create(&path, ds.version_id(), Coverage::of(&ds)?)?;
     let mut columns = MESSAGE_COLUMNS.to_vec();
     columns.extend(["source_line", "origin", "replayed"]);
-    let mut scan = ds.scan();
-    scan.with_row_id()
-        .project(&columns)?
-        .batch_size(4096)
-        .scan_in_order(true);
-    let mut stream = scan.try_into_stream().await?;
-    while let Some(b) = stream.try_next().await? {
-        let row_ids = primitive_col::<arrow_array::types::UInt64Type>(&b, "_rowid")?;
-        let (session, id, role, agent, project, text, origin) = (
-            string_col(&b, "session_id")?,
-            string_col(&b, "id")?,
-            string_col(&b, "role")?,
-            string_col(&b, "source_agent")?,
-            string_col(&b, "project")?,
-            string_col(&b, "search_text")?,
-            string_col(&b, "origin")?,
-        );
-        use arrow_array::Array;
-        for i in 0..b.num_rows() {
-            let origin = Origin::parse(origin.value(i))
-                .ok_or_else(|| corrupt(format!("unknown origin {:?}", origin.value(i))))?;
-            writer.push(RowInput {
-                row_id: row_ids.value(i),
-                timestamp: ts_at(&b, "timestamp", i)?.unwrap_or_default(),
-                message_id: id.value(i),
-                session_id: session.value(i),
-                project: project.is_valid(i).then(|| project.value(i)),
-                source_agent: agent.value(i),
-                role: role.value(i),
-                text: text.is_valid(i).then(|| text.value(i)),
-                source_line: u64_at(&b, "source_line", i)?,
-                origin,
-                replayed: bool_at(&b, "replayed", i)? == Some(true),
-            })?;
+    let ids = row_ids_in_scan_order(&ds).await?;
+    if ids.windows(2).all(|w| w[0] < w[1]) {
+        let mut scan = ds.scan();
+        scan.with_row_id()
+            .project(&columns)?
+            .batch_size(BUILD_BATCH)
+            .scan_in_order(true);
+        let mut stream = scan.try_into_stream().await?;
+        while let Some(b) = stream.try_next().await? {
+            push_batch(&mut writer, &b)?;
+        }
+    } else {
+        let mut ids = ids;
+        ids.sort_unstable();
+        ids.dedup();
+        let mut with_id = vec!["_rowid"];
+        with_id.extend_from_slice(&columns);
+        for chunk in ids.chunks(BUILD_BATCH) {
+            let projection = lance::dataset::ProjectionRequest::from_columns(
+                with_id.iter().copied(),
+                ds.schema(),
+            );
+            let b = ds.take_rows(chunk, projection).await?;
+            let b = sorted_by_row_id(&b)?;
+            push_batch(&mut writer, &b)?;
         }
     }
     writer.finish()
+}
+
+const BUILD_BATCH: usize = 4096;
+
+/// Every row id of `messages`, in the order a scan yields them.
+async fn row_ids_in_scan_order(ds: &Dataset) -> Result<Vec<u64>> {
+    use futures::TryStreamExt;
+
+    let mut scan = ds.scan();
+    scan.with_row_id()
+        .project::<&str>(&[])?
+        .batch_size(64 * BUILD_BATCH)
+        .scan_in_order(true);
+    let mut stream = scan.try_into_stream().await?;
+    let mut ids = Vec::new();
+    while let Some(b) = stream.try_next().await? {
+        ids.extend_from_slice(
+            primitive_col::<arrow_array::types::UInt64Type>(&b, "_rowid")?.values(),
+        );
+    }
+    Ok(ids)
+}
+
+/// `b` with its rows in increasing `_rowid` order.
+fn sorted_by_row_id(b: &arrow_array::RecordBatch) -> Result<arrow_array::RecordBatch> {
+    let ids = primitive_col::<arrow_array::types::UInt64Type>(b, "_rowid")?;
+    let mut order: Vec<u32> = (0..b.num_rows() as u32).collect();
+    order.sort_unstable_by_key(|&i| ids.value(i as usize));
+    let order = arrow_array::UInt32Array::from(order);
+    Ok(arrow_select::take::take_record_batch(b, &order)?)
+}
+
+fn push_batch(writer: &mut RowMapWriter, b: &arrow_array::RecordBatch) -> Result<()> {
+    use arrow_array::Array;
+
+    let row_ids = primitive_col::<arrow_array::types::UInt64Type>(b, "_rowid")?;
+    let (session, id, role, agent, project, text, origin) = (
+        string_col(b, "session_id")?,
+        string_col(b, "id")?,
+        string_col(b, "role")?,
+        string_col(b, "source_agent")?,
+        string_col(b, "project")?,
+        string_col(b, "search_text")?,
+        string_col(b, "origin")?,
+    );
+    for i in 0..b.num_rows() {
+        let origin = Origin::parse(origin.value(i))
+            .ok_or_else(|| corrupt(format!("unknown origin {:?}", origin.value(i))))?;
+        writer.push(RowInput {
+            row_id: row_ids.value(i),
+            timestamp: ts_at(b, "timestamp", i)?.unwrap_or_default(),
+            message_id: id.value(i),
+            session_id: session.value(i),
+            project: project.is_valid(i).then(|| project.value(i)),
+            source_agent: agent.value(i),
+            role: role.value(i),
+            text: text.is_valid(i).then(|| text.value(i)),
+            source_line: u64_at(b, "source_line", i)?,
+            origin,
+            replayed: bool_at(b, "replayed", i)? == Some(true),
+        })?;
+    }
+    Ok(())
 }
 
 /// Rows newer than the map above which a sync rebuilds it. Below, readers take those rows

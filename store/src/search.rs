@@ -206,6 +206,16 @@ pub async fn search(
     req: &SearchRequest,
     vector: Option<&QueryVector>,
 ) -> Result<SearchResults> {
+    store
+        .with_map_fallback(|| search_once(store, req, vector))
+        .await
+}
+
+async fn search_once(
+    store: &Store,
+    req: &SearchRequest,
+    vector: Option<&QueryVector>,
+) -> Result<SearchResults> {
     let query = req.query.trim();
     if query.is_empty() {
         return Err(StoreError::InvalidQuery(

@@ -192,6 +192,24 @@ impl Store {
         mapped
     }
 
+    /// Answer `read` from the row map, and if reading the map fails (it passed its checks
+    /// at open, so this is damage the checks missed, or a bug), stop using the map and
+    /// answer from Lance alone: the map never turns a question into an error.
+    pub async fn with_map_fallback<T, F, Fut>(&self, read: F) -> Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        match read().await {
+            Err(StoreError::Corrupt(e)) => {
+                tracing::warn!("row map read failed, answering from Lance: {e}");
+                self.rowmap.distrust();
+                read().await
+            }
+            other => other,
+        }
+    }
+
     /// A dataset that must exist for a query to make sense.
     pub async fn require(&self, name: &str) -> Result<Dataset> {
         self.dataset(name).await?.ok_or_else(|| {

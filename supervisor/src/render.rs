@@ -234,15 +234,7 @@ pub fn sync_report(r: &SyncReport) -> String {
         r.sessions_touched, r.messages_added, r.parts_added, r.records_added, r.duplicate_messages, r.duplicate_records
     );
     if r.skipped > 0 {
-        let kinds: Vec<String> = r
-            .skipped_by_reason
-            .iter()
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect();
-        let _ = writeln!(out, "skipped: {} lines ({})", r.skipped, kinds.join(", "));
-        for s in &r.skip_examples {
-            let _ = writeln!(out, "  {}:{}: {}", s.path, s.line, s.reason);
-        }
+        skipped(&mut out, r, "", r.skip_examples.len());
         if r.skip_examples.len() < r.skipped as usize {
             let _ = writeln!(
                 out,
@@ -308,6 +300,24 @@ pub fn sync_report(r: &SyncReport) -> String {
     out
 }
 
+/// The lines a sync skipped, by reason, and the first `examples` in full.
+fn skipped(out: &mut String, r: &SyncReport, indent: &str, examples: usize) {
+    let kinds: Vec<String> = r
+        .skipped_by_reason
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{indent}skipped: {} lines ({})",
+        r.skipped,
+        kinds.join(", ")
+    );
+    for s in r.skip_examples.iter().take(examples) {
+        let _ = writeln!(out, "{indent}  {}:{}: {}", s.path, s.line, s.reason);
+    }
+}
+
 /// The last sync's outcome as status shows it (from `Store::report("sync")`): when, what
 /// it added, what it skipped and why, what it repaired, what it set aside.
 pub fn last_sync(saved: &serde_json::Value) -> String {
@@ -323,15 +333,7 @@ pub fn last_sync(saved: &serde_json::Value) -> String {
         r.messages_added
     );
     if r.skipped > 0 {
-        let kinds: Vec<String> = r
-            .skipped_by_reason
-            .iter()
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect();
-        let _ = writeln!(out, "  skipped {} lines: {}", r.skipped, kinds.join(", "));
-        for s in r.skip_examples.iter().take(5) {
-            let _ = writeln!(out, "    {}:{}: {}", s.path, s.line, s.reason);
-        }
+        skipped(&mut out, &r, "  ", 5);
     }
     if r.rederived {
         let _ = writeln!(

@@ -149,6 +149,10 @@ struct Handle {
 #[derive(Clone)]
 pub struct Workers {
     handles: Arc<BTreeMap<WorkerKind, Handle>>,
+    /// Set by [`Workers::shutdown`]: a busy actor watches it and kills its own child (never a
+    /// pid read from outside, which its actor may have reaped and the system reused), and
+    /// refuses jobs it picks up after.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 fn stopped() -> JobError {
@@ -159,6 +163,7 @@ impl Workers {
     /// Start one actor per kind (no process yet). Must be called inside a tokio runtime.
     pub fn start(config: WorkersConfig) -> Workers {
         let config = Arc::new(config);
+        let (stopping, _) = tokio::sync::watch::channel(false);
         let handles = WorkerKind::ALL
             .into_iter()
             .map(|kind| {
@@ -172,6 +177,7 @@ impl Workers {
                     status: status.clone(),
                     next_id: 0,
                     last_used: Instant::now(),
+                    stopping: stopping.subscribe(),
                 };
                 tokio::spawn(actor.main(rx));
                 (kind, Handle { tx, status })
@@ -179,6 +185,7 @@ impl Workers {
             .collect();
         Workers {
             handles: Arc::new(handles),
+            stopping,
         }
     }
 
@@ -208,15 +215,11 @@ impl Workers {
 
     /// Stop every worker (asking first, then killing) and reap it.
     pub async fn shutdown(&self) {
+        // A busy actor sees the request below only after its job: this interrupts the job.
+        self.stopping.send_replace(true);
         let mut waits = Vec::new();
         for h in self.handles.values() {
             let (done, wait) = oneshot::channel();
-            // An actor busy with a job sees this only after the job: interrupt it by
-            // killing its child directly.
-            let status = h.status.lock().expect("status lock").clone();
-            if let (Some(pid), true) = (status.pid, status.busy) {
-                kill_pid(pid);
-            }
             if h.tx.send(Request::Shutdown { done }).await.is_ok() {
                 waits.push(wait);
             }
@@ -225,13 +228,6 @@ impl Workers {
             let _ = w.await;
         }
     }
-}
-
-fn kill_pid(pid: u32) {
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    );
 }
 
 /// A running worker process.
@@ -398,6 +394,7 @@ struct Actor {
     status: Arc<Mutex<WorkerStatus>>,
     next_id: u64,
     last_used: Instant,
+    stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 enum Wake {
@@ -414,6 +411,7 @@ enum End {
     Stalled(Duration),
     OverBudget(u64, u64),
     Cancelled,
+    Stopped,
 }
 
 impl Actor {
@@ -564,6 +562,9 @@ impl Actor {
         opts: &JobOptions,
         reply: &mut Reply,
     ) -> Option<Result<Output, JobError>> {
+        if *self.stopping.borrow() {
+            return Some(Err(stopped()));
+        }
         if let Err(e) = self.ensure_live().await {
             return Some(Err(e));
         }
@@ -607,6 +608,7 @@ impl Actor {
                         }
                     }
                     _ = reply.closed() => break End::Cancelled,
+                    _ = self.stopping.wait_for(|s| *s) => break End::Stopped,
                 }
             }
         };
@@ -668,6 +670,10 @@ impl Actor {
                 self.kill("killed: the caller cancelled the job".into())
                     .await;
                 None
+            }
+            End::Stopped => {
+                self.kill("killed: pond is shutting down".into()).await;
+                Some(Err(stopped()))
             }
         }
     }

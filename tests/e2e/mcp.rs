@@ -864,35 +864,24 @@ fn mcp_hostile_calls_get_answers_and_the_server_keeps_serving() {
         assert!(t.contains("more bytes"), "{}", &t[t.len() - 200..]);
         // Paging past either end of a session: an empty page that says so.
         let id = "11111111-1111-4111-8111-111111111111";
-        let last = c
-            .ok(
-                "pond_get_session",
-                json!({"id": id, "from": "end", "limit": 1}),
-            )
-            .await;
-        let last_id = last
-            .lines()
-            .find(|l| l.starts_with('#'))
-            .and_then(|l| l.split_whitespace().nth(4))
-            .unwrap()
-            .to_owned();
-        let t = c
-            .ok("pond_get_session", json!({"id": id, "after": last_id}))
-            .await;
-        assert!(t.contains("no messages in this page"), "{t}");
-        let first = c
-            .ok("pond_get_session", json!({"id": id, "limit": 1}))
-            .await;
-        let first_id = first
-            .lines()
-            .find(|l| l.starts_with('#'))
-            .and_then(|l| l.split_whitespace().nth(4))
-            .unwrap()
-            .to_owned();
-        let t = c
-            .ok("pond_get_session", json!({"id": id, "before": first_id}))
-            .await;
-        assert!(t.contains("no messages in this page"), "{t}");
+        let only_id = |page: String| {
+            page.lines()
+                .find(|l| l.starts_with('#'))
+                .and_then(|l| l.split_whitespace().nth(4))
+                .unwrap()
+                .to_owned()
+        };
+        let last = c.ok(
+            "pond_get_session",
+            json!({"id": id, "from": "end", "limit": 1}),
+        );
+        let first = c.ok("pond_get_session", json!({"id": id, "limit": 1}));
+        for (page, key) in [(last.await, "after"), (first.await, "before")] {
+            let t = c
+                .ok("pond_get_session", json!({"id": id, key: only_id(page)}))
+                .await;
+            assert!(t.contains("no messages in this page"), "{key}: {t}");
+        }
         // An oversized search query is refused at the edge.
         let t = c
             .mistake("pond_search", json!({"query": "word ".repeat(100_000)}))

@@ -16,7 +16,7 @@ use pond_ingest::reader::read_file_part;
 use pond_ingest::reader::ReadMode;
 use pond_ingest::{discover, FileBatch, FileCursor, ReadOutcome, SourceFile, SourceKind};
 use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
-use pond_store::{indexes, rowmap, vectors, Store, StoreLock, SyncWriter};
+use pond_store::{indexes, maintenance, rowmap, vectors, Store, StoreLock, SyncWriter};
 
 use crate::quarantine::{Quarantine, NOTED_BYTES};
 use crate::repair;
@@ -230,11 +230,17 @@ pub async fn run(
 
     // Re-derived messages have no indexes; a demoted owner's text is still in the
     // full-text index (its statistics too): both are rebuilt whatever `skip_index` says.
-    if !req.skip_index || report.rederived || report.demoted_messages > 0 {
+    // Many small fragments are compacted first; the indexes are then rebuilt over the new
+    // fragments, and the row map refreshed.
+    let mut upkeep = maintenance::compact(store, &lock).await?;
+    report.compacted = upkeep.compacted;
+    let fresh_indexes = report.rederived || report.demoted_messages > 0 || upkeep.compacted > 0;
+    if !req.skip_index || fresh_indexes {
         let wrote = report.messages_added > 0 || report.recovered_interrupted_sync;
         let t = Instant::now();
-        if report.rederived || report.demoted_messages > 0 {
-            indexes::rebuild(store, &lock, true, report.rederived, &mut |_| {}).await?;
+        if fresh_indexes {
+            let scalar = report.rederived || upkeep.compacted > 0;
+            indexes::rebuild(store, &lock, true, scalar, &mut |_| {}).await?;
         }
         let idx = indexes::ensure_indexes(store, wrote).await?;
         report.index_ms = t.elapsed().as_millis() as u64;
@@ -250,6 +256,8 @@ pub async fn run(
             rekey_vectors(store).await?;
         }
     }
+    maintenance::cleanup(store, &lock, &mut upkeep).await?;
+    report.old_versions_removed = upkeep.old_versions_removed;
     drop(lock);
     quarantine.finish();
     report.set_aside = Quarantine::list(store.root())

@@ -1,0 +1,74 @@
+//! Keeping a store's datasets from growing without bound in pieces: every sync commits new
+//! versions and small fragments (with the MCP server's background sync every ten minutes,
+//! hundreds a day). After a sync, under its lock and in its worker, datasets with many
+//! fragments are compacted, and versions older than an hour are removed (a reader holds a
+//! version for the length of a query; an hour is far past any).
+
+use lance::dataset::optimize::{compact_files, CompactionOptions};
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::schema::ALL_TABLES;
+use crate::store::{Store, StoreLock};
+
+/// Fragments a dataset may have before a sync compacts it (`POND_MAX_FRAGMENTS` lowers it
+/// for tests).
+pub const MAX_FRAGMENTS: usize = 64;
+
+fn max_fragments() -> usize {
+    std::env::var("POND_MAX_FRAGMENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(MAX_FRAGMENTS)
+}
+/// Versions older than this are removed.
+pub const KEEP_VERSIONS_MINUTES: i64 = 60;
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Maintenance {
+    /// Datasets compacted, and the fragments they had.
+    pub compacted: u64,
+    pub fragments_before: u64,
+    pub old_versions_removed: u64,
+    pub bytes_removed: u64,
+}
+
+/// Compact the datasets with more than [`MAX_FRAGMENTS`] fragments. A compacted `messages`
+/// retires the row map (its fragments are new), which the caller's refresh rebuilds; row
+/// ids are stable, so indexes and vectors stay valid.
+pub async fn compact(store: &Store, _lock: &StoreLock) -> Result<Maintenance> {
+    let mut m = Maintenance::default();
+    for name in ALL_TABLES {
+        let Some(mut ds) = store.latest(name).await? else {
+            continue;
+        };
+        let n = ds.fragments().len();
+        if n <= max_fragments() {
+            continue;
+        }
+        compact_files(&mut ds, CompactionOptions::default(), None).await?;
+        m.compacted += 1;
+        m.fragments_before += n as u64;
+    }
+    Ok(m)
+}
+
+/// Remove versions older than [`KEEP_VERSIONS_MINUTES`] (and the files only they used).
+pub async fn cleanup(store: &Store, _lock: &StoreLock, m: &mut Maintenance) -> Result<()> {
+    for name in ALL_TABLES {
+        let Some(ds) = store.latest(name).await? else {
+            continue;
+        };
+        let removed = ds
+            .cleanup_old_versions(
+                chrono::Duration::minutes(KEEP_VERSIONS_MINUTES),
+                Some(false),
+                Some(false),
+            )
+            .await?;
+        m.old_versions_removed += removed.old_versions;
+        m.bytes_removed += removed.bytes_removed;
+    }
+    Ok(())
+}
