@@ -11,6 +11,12 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# The style gates of scripts/test.sh need rustfmt and clippy.
+if command -v rustup >/dev/null 2>&1 &&
+  ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
+  rustup component add rustfmt clippy >&2
+fi
+
 if ! command -v protoc >/dev/null 2>&1; then
   echo "installing protoc (Debian package protobuf-compiler)..." >&2
   sudo=""

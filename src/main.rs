@@ -17,7 +17,7 @@ use pond_protocol::job::{
     SqlJob,
 };
 use pond_protocol::sync::{SyncRequest, SyncSource};
-use pond_protocol::{Job, Output, Progress, WorkerKind};
+use pond_protocol::{Progress, Request, WorkerKind};
 use pond_store::get::{self, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest, SortBy};
 use pond_store::sql::SqlLimits;
@@ -57,6 +57,13 @@ struct Cli {
     /// the single-process baseline, and a debugging aid
     #[arg(long, global = true, env = "POND_IN_PROCESS")]
     in_process: bool,
+    /// More log lines on stderr (-v: info, -vv: debug, -vvv: trace); `RUST_LOG` or `POND_LOG`
+    /// set a filter of their own
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Errors only on stderr
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
     /// An idle SQL worker exits after this many seconds
     #[arg(long, global = true, default_value_t = 60)]
     worker_idle_secs: u64,
@@ -319,17 +326,44 @@ fn quiet_panics() {
     }));
 }
 
+/// Log to stderr: the filter of `POND_LOG`, else `RUST_LOG`, else the level `-v`/`-q` ask
+/// (warnings by default). Colour only on a terminal: an MCP host writes a server's stderr,
+/// and a worker's goes through its supervisor, into log files.
+fn logging(cli: &Cli) {
+    use tracing_subscriber::EnvFilter;
+    let level = match (cli.quiet, cli.verbose) {
+        (true, _) => "error",
+        (_, 0) => "warn",
+        (_, 1) => "info",
+        (_, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_env("POND_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(filter)
+        .init();
+}
+
+/// The `-v`/`-q` flags a worker is started with, so its logs follow the command's.
+fn verbosity_args(cli: &Cli) -> Vec<std::ffi::OsString> {
+    if cli.quiet {
+        vec!["--quiet".into()]
+    } else if cli.verbose > 0 {
+        vec![format!("-{}", "v".repeat(cli.verbose as usize)).into()]
+    } else {
+        Vec::new()
+    }
+}
+
 fn main() -> std::process::ExitCode {
     quiet_panics();
     pond_store::owner_only();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("POND_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
     let cli = Cli::parse();
+    logging(&cli);
     if let Command::Worker { kind, ipc, parent } = &cli.command {
         return worker(&cli, kind, ipc, *parent);
     }
@@ -402,6 +436,7 @@ fn runner(cli: &Cli, store: &Arc<Store>) -> Result<Runner> {
         "--metadata-cache-mib".into(),
         cli.metadata_cache_mib.to_string().into(),
     ]);
+    args.extend(verbosity_args(cli));
     let mut config = WorkersConfig::new(WorkerCommand { exe, args });
     config.idle_exit = Duration::from_secs(cli.worker_idle_secs.max(1));
     if cli.sync_memory_mib > 0 {
@@ -608,7 +643,7 @@ async fn run(cli: Cli) -> Result<()> {
             // the deadline hold here too, and only the capped, rendered result comes back.
             let runner = runner();
             let timeout = timeout_seconds.max(1);
-            let job = Job::Sql(SqlJob {
+            let job = SqlJob {
                 query,
                 format: match format {
                     Format::Table => JobSqlFormat::Table,
@@ -618,18 +653,15 @@ async fn run(cli: Cli) -> Result<()> {
                 max_rows: max_rows.max(1) as u64,
                 max_bytes: SqlLimits::default().max_bytes as u64,
                 timeout_ms: timeout * 1000,
-            });
+            };
             let opts = JobOptions {
                 deadline: Some(Duration::from_secs(timeout + 5)),
                 progress: None,
                 ..JobOptions::default()
             };
-            let outcome = runner.run(job, opts).await;
+            let outcome = runner.call(job, opts).await;
             runner.shutdown().await;
-            let out = match outcome? {
-                Output::Sql(out) => out,
-                other => anyhow::bail!("unexpected reply to a query: {other:?}"),
-            };
+            let out = outcome?;
             println!("{}", out.text.trim_end());
             eprintln!("{}", out.footer);
             Ok(())
@@ -641,7 +673,7 @@ async fn run(cli: Cli) -> Result<()> {
                 Some(ds) => pond_store::indexes::unindexed_rows(ds).await?,
                 None => 0,
             };
-            let rowmap = pond_store::rowmap::describe(&store, messages.as_ref());
+            let rowmap = pond_supervisor::render::rowmap_state(&store, messages.as_ref());
             let embeddings =
                 pond_store::vectors::describe(&store, counts.searchable_messages).await;
             let last_sync = store.report("sync");
@@ -683,12 +715,9 @@ async fn rebuild(runner: &Runner, req: RebuildRequest) -> Result<RebuildReport> 
             }
         }
     });
-    let outcome = runner.run(Job::Rebuild(req), opts).await;
+    let outcome = runner.call(req, opts).await;
     let _ = show.await;
-    match outcome? {
-        Output::Rebuild(r) => Ok(r),
-        other => anyhow::bail!("unexpected reply to a rebuild: {other:?}"),
-    }
+    Ok(outcome?)
 }
 
 /// What to sync: one folder (`--path`), or the clients' default homes, optionally one client.
@@ -714,13 +743,13 @@ fn source_list(source: Option<Agent>, path: Option<PathBuf>) -> Vec<SyncSource> 
 }
 
 /// Run a long job, showing its progress with a bar of `template` on a terminal's stderr.
-async fn run_with_bar(
+async fn run_with_bar<R: Request>(
     runner: &Runner,
-    job: Job,
+    req: R,
     stall: Option<Duration>,
     template: &str,
     show: fn(&indicatif::ProgressBar, Progress),
-) -> Result<Output, pond_protocol::JobError> {
+) -> Result<R::Reply, pond_protocol::JobError> {
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template"));
@@ -740,7 +769,7 @@ async fn run_with_bar(
         stall,
         progress: Some(tx),
     };
-    let outcome = runner.run(job, opts).await;
+    let outcome = runner.call(req, opts).await;
     let _ = shown.await;
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -752,7 +781,7 @@ async fn run_with_bar(
 async fn backfill(runner: &Runner, limit: u64) -> Result<BackfillReport> {
     let outcome = run_with_bar(
         runner,
-        Job::Backfill(BackfillRequest { limit }),
+        BackfillRequest { limit },
         None,
         "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} messages embedded ({eta})",
         |b, p| {
@@ -763,10 +792,7 @@ async fn backfill(runner: &Runner, limit: u64) -> Result<BackfillReport> {
         },
     )
     .await;
-    match outcome? {
-        Output::Backfill(r) => Ok(r),
-        other => anyhow::bail!("unexpected reply to an embed job: {other:?}"),
-    }
+    Ok(outcome?)
 }
 
 fn embed_line(r: &BackfillReport) -> String {
@@ -864,7 +890,7 @@ async fn sync(
     };
     let outcome = run_with_bar(
         runner,
-        Job::Sync(req),
+        req,
         Some(pond_supervisor::sync_stall()),
         "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
         |b, p| {
@@ -879,10 +905,7 @@ async fn sync(
         },
     )
     .await;
-    let report = match outcome? {
-        Output::Sync(r) => r,
-        other => anyhow::bail!("unexpected reply to a sync: {other:?}"),
-    };
+    let report = outcome?;
     if report.files_seen == 0 {
         eprintln!(
             "pond: no session files found under {}; point --path at a folder of session files",

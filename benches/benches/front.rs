@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use pond_protocol::footprint;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
@@ -23,20 +22,21 @@ pub const SQL: &[&str] = &[
 pub struct Front {
     pub client: RunningService<RoleClient, ()>,
     pub pid: u32,
+    _child: tokio::process::Child,
 }
 
 impl Front {
     /// Spawn `cmd` (a `pond ... mcp` command) and complete the MCP handshake; `spawned` gets
     /// the pid before the handshake (to watch the process from its first moment).
     pub async fn start(cmd: tokio::process::Command, spawned: impl FnOnce(u32)) -> Front {
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .expect("start pond mcp");
-        let pid = transport.id().expect("pid");
-        spawned(pid);
-        let client = ().serve(transport).await.expect("MCP handshake");
-        Front { client, pid }
+        let s = pond_benches::stdio::spawn(cmd).expect("start pond mcp");
+        spawned(s.pid);
+        let client = ().serve(s.io).await.expect("MCP handshake");
+        Front {
+            client,
+            pid: s.pid,
+            _child: s.child,
+        }
     }
 
     /// Call a tool that must succeed: (milliseconds, its text).

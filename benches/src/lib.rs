@@ -7,4 +7,5 @@
 pub mod corpus;
 pub mod report;
 pub mod standin;
+pub mod stdio;
 pub mod work;

@@ -97,9 +97,7 @@ pub async fn synced_store_of(corpus: &Path, store_dir: PathBuf) -> PathBuf {
     // Stores made before sync built the row map get one here.
     let store = Store::open(&store_dir, StoreConfig::default()).expect("open store");
     let lock = store.lock().expect("store lock");
-    pond_store::rowmap::refresh(&store, &lock)
-        .await
-        .expect("row map");
+    store.refresh_rowmap(&lock).await.expect("row map");
     store_dir
 }
 

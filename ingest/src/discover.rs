@@ -8,6 +8,8 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::model::Skip;
+
 /// Which client wrote a file. `None` in a [`SourceFile`] means: sniff the content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourceKind {
@@ -44,15 +46,30 @@ pub struct SourceFile {
 
 const NOT_TRANSCRIPTS: &[&str] = &["history.jsonl", "session_index.jsonl"];
 
-/// Every `.jsonl` under `root` (links not followed), minus prompt indexes.
-fn jsonl_files(root: &Path) -> Vec<PathBuf> {
+/// Every `.jsonl` under `root` (links not followed), minus prompt indexes; a folder that
+/// cannot be read is noted in `unreadable` (a skip at line 0 with the OS's reason), never
+/// passed over in silence.
+fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            // A default home that is absent (no Codex here) is not a problem.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                unreadable.push(folder_skip(&dir, &e));
+                continue;
+            }
         };
-        for entry in entries.flatten() {
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    unreadable.push(folder_skip(&dir, &e));
+                    break;
+                }
+            };
             let Ok(ft) = entry.file_type() else { continue };
             let path = entry.path();
             if ft.is_dir() {
@@ -69,6 +86,14 @@ fn jsonl_files(root: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+fn folder_skip(dir: &Path, e: &std::io::Error) -> Skip {
+    Skip {
+        path: crate::paths::path_key(dir),
+        line: 0,
+        reason: format!("cannot read folder: {e}"),
+    }
 }
 
 /// A file at `path` as discovery describes it: whether it is a Claude subagent's, and its
@@ -113,11 +138,31 @@ pub fn classify(path: PathBuf, kind: Option<SourceKind>) -> SourceFile {
 /// Session files come before subagent files (each group in byte order of its paths), so
 /// a parent's lines are stored before the subagent files that replay them.
 pub fn discover(dir: &Path, kind: Option<SourceKind>) -> Vec<SourceFile> {
-    let Ok(dir) = std::fs::canonicalize(dir) else {
-        return Vec::new();
+    discover_all(dir, kind).files
+}
+
+/// What [`discover_all`] found under a source folder.
+#[derive(Debug, Default)]
+pub struct Discovered {
+    pub files: Vec<SourceFile>,
+    /// Folders (the source itself included) that exist but could not be read.
+    pub unreadable: Vec<Skip>,
+}
+
+/// [`discover`], also saying which folders could not be read.
+pub fn discover_all(dir: &Path, kind: Option<SourceKind>) -> Discovered {
+    let mut found = Discovered::default();
+    let dir = match std::fs::canonicalize(dir) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return found,
+        Err(e) => {
+            found.unreadable.push(folder_skip(dir, &e));
+            return found;
+        }
     };
     if dir.is_file() {
-        return vec![classify(dir, kind)];
+        found.files.push(classify(dir, kind));
+        return found;
     }
     let roots: Vec<PathBuf> = match kind {
         Some(SourceKind::ClaudeCode) if dir.join("projects").is_dir() => vec![dir.join("projects")],
@@ -128,14 +173,15 @@ pub fn discover(dir: &Path, kind: Option<SourceKind>) -> Vec<SourceFile> {
     };
     let mut files: Vec<SourceFile> = roots
         .iter()
-        .flat_map(|r| jsonl_files(r))
+        .flat_map(|r| jsonl_files(r, &mut found.unreadable))
         .map(|p| classify(p, kind))
         .collect();
     files.sort_by(|a, b| {
         (a.is_subagent, a.path.as_os_str().as_bytes())
             .cmp(&(b.is_subagent, b.path.as_os_str().as_bytes()))
     });
-    files
+    found.files = files;
+    found
 }
 
 /// The default homes: `$CLAUDE_CONFIG_DIR` or `~/.claude`, `$CODEX_HOME` or `~/.codex`.
@@ -186,6 +232,43 @@ mod tests {
         assert_eq!(old.parent_session, None);
         // The session file comes before the subagents that replay its lines.
         assert!(files[0].path.ends_with("S1.jsonl"), "{files:?}");
+    }
+
+    #[test]
+    fn folders_that_cannot_be_read_are_reported_not_passed_over() {
+        let d = tempfile::tempdir().unwrap();
+        // Absent: nothing to say (a client that is not installed).
+        let absent = discover_all(&d.path().join("missing"), None);
+        assert!(absent.files.is_empty() && absent.unreadable.is_empty());
+        // A path through a file: it exists, and cannot be read as a folder.
+        std::fs::write(d.path().join("f"), "").unwrap();
+        let through = discover_all(&d.path().join("f/sub"), None);
+        assert_eq!(through.unreadable.len(), 1, "{through:?}");
+        assert!(through.unreadable[0]
+            .reason
+            .starts_with("cannot read folder"));
+        // A folder without read permission (root reads it anyway).
+        let locked = d.path().join("locked");
+        std::fs::create_dir_all(locked.join("inner")).unwrap();
+        std::fs::write(d.path().join("ok.jsonl"), "{}\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let found = discover_all(d.path(), None);
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(found.files.len(), 1);
+        if !nix_is_root() {
+            assert_eq!(found.unreadable.len(), 1, "{found:?}");
+            assert!(found.unreadable[0].path.ends_with("locked"));
+        }
+    }
+
+    fn nix_is_root() -> bool {
+        std::fs::read_to_string("/proc/self/status")
+            .map(|s| {
+                s.lines()
+                    .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+            })
+            .unwrap_or(false)
     }
 
     #[test]

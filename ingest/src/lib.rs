@@ -22,6 +22,6 @@ pub mod reader;
 mod tests;
 mod text;
 
-pub use discover::{discover, SourceFile, SourceKind};
+pub use discover::{discover, discover_all, Discovered, SourceFile, SourceKind};
 pub use model::{FileBatch, MessageRow, Origin, PartRow, RecordRow, Role, SessionRow, Skip};
 pub use reader::{read_file, FileCursor, ReadOutcome};

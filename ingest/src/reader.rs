@@ -36,7 +36,7 @@ pub struct FileCursor {
     pub parent_id: Option<String>,
     pub project: Option<String>,
     pub last_ts: Option<i64>,
-    /// The last bytes consumed (up to [`TAIL_BYTES`], ending at `offset`) and their hash:
+    /// The last bytes consumed (up to `TAIL_BYTES`, ending at `offset`) and their hash:
     /// with the head, what identifies the file next time (a rewrite in place that keeps the
     /// head and does not shrink changes them).
     #[serde(default)]

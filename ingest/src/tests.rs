@@ -14,7 +14,13 @@ fn fixtures() -> PathBuf {
 
 fn read_all(dir: &str, kind: Option<SourceKind>) -> crate::FileBatch {
     let mut all = crate::FileBatch::default();
-    for f in discover(&fixtures().join(dir), kind) {
+    let found = crate::discover_all(&fixtures().join(dir), kind);
+    assert!(found.unreadable.is_empty(), "{:?}", found.unreadable);
+    assert!(
+        !found.files.is_empty(),
+        "no files under the fixtures' {dir}"
+    );
+    for f in found.files {
         all.append(read_file(&f, None).batch);
     }
     all

@@ -119,6 +119,57 @@ impl Job {
     }
 }
 
+/// A job request paired with the reply it gets (in the style of
+/// `lsp_types::request::Request`): `Runner::call` takes the request and returns
+/// `Self::Reply`, so no caller matches on [`Output`]. The wire carries [`Job`] and [`Output`]
+/// as before.
+pub trait Request: Sized {
+    type Reply;
+    fn into_job(self) -> Job;
+    /// The reply out of the worker's [`Output`]; the output back when it is another kind.
+    fn reply(out: Output) -> Result<Self::Reply, Output>;
+}
+
+macro_rules! request {
+    ($request:ty, $job:ident => $output:ident($reply:ty)) => {
+        impl Request for $request {
+            type Reply = $reply;
+            fn into_job(self) -> Job {
+                Job::$job(self)
+            }
+            fn reply(out: Output) -> Result<$reply, Output> {
+                match out {
+                    Output::$output(r) => Ok(r),
+                    other => Err(other),
+                }
+            }
+        }
+    };
+}
+
+request!(SqlJob, Sql => Sql(SqlOutput));
+request!(SyncRequest, Sync => Sync(Box<SyncReport>));
+request!(RebuildRequest, Rebuild => Rebuild(RebuildReport));
+request!(EmbedJob, Embed => Vectors(Vectors));
+request!(BackfillRequest, Backfill => Backfill(BackfillReport));
+
+/// [`Job::Ping`] as a [`Request`].
+#[derive(Debug, Clone, Copy)]
+pub struct Ping;
+
+impl Request for Ping {
+    type Reply = ();
+    fn into_job(self) -> Job {
+        Job::Ping
+    }
+    fn reply(out: Output) -> Result<(), Output> {
+        match out {
+            Output::Pong => Ok(()),
+            other => Err(other),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SqlFormat {
     Table,

@@ -18,7 +18,7 @@ pub mod job;
 pub mod sync;
 
 pub use job::{
-    ErrorKind, FromWorker, Hello, Job, JobError, Output, Progress, ToWorker, WorkerKind,
+    ErrorKind, FromWorker, Hello, Job, JobError, Output, Progress, Request, ToWorker, WorkerKind,
 };
 
 /// Bumped whenever a type in this crate changes shape.

@@ -82,7 +82,7 @@ pub struct SyncReport {
     /// Searchable rows the full-text index does not cover yet (still found by flat scan).
     pub unindexed_rows: u64,
     /// Rows in the row map this sync rebuilt (0: the map was current enough, see
-    /// `pond_store::rowmap::refresh`), and the time it took.
+    /// `Store::refresh_rowmap`), and the time it took.
     pub rowmap_rows: u64,
     pub rowmap_ms: u64,
     pub elapsed_ms: u64,

@@ -269,6 +269,9 @@ async fn fill_details(ds: &Dataset, entries: &mut [Entry]) -> Result<()> {
     Ok(())
 }
 
+/// Rows of `parts` decoded at a time for a page.
+const PART_BATCH_ROWS: usize = 4;
+
 /// Parts listed per message at most; the rest are counted in a last note.
 const PARTS_PER_MESSAGE: usize = 500;
 
@@ -305,10 +308,14 @@ async fn parts_of(
             sql_str(session_id),
             list.join(",")
         );
+        // Few rows a batch, one batch ahead: a batch's values are decoded whole before
+        // `left` cuts them, so this bounds what a page of 4 MB tool results holds at once.
         let mut scan = ds.scan();
         scan.project_with_transform(&columns)?
             .filter(&filter)?
-            .batch_size(64);
+            .batch_size(PART_BATCH_ROWS)
+            .batch_readahead(1)
+            .fragment_readahead(1);
         let mut stream = scan.try_into_stream().await?;
         while let Some(b) = futures::TryStreamExt::try_next(&mut stream).await? {
             let b = plain_strings(b)?;

@@ -10,6 +10,7 @@
 //! `pond-ingest`'s model.
 
 pub mod error;
+pub mod filters;
 pub mod get;
 pub mod hydrate;
 pub mod indexes;
@@ -27,5 +28,7 @@ pub mod vectors;
 mod writer;
 
 pub use error::{Result, StoreError};
+/// The Lance dataset handle the store hands out (its readers take one).
+pub use lance::Dataset;
 pub use store::{owner_only, Store, StoreConfig, StoreCounts, StoreLock};
 pub use writer::{SyncWriter, WriteStats};

@@ -10,6 +10,12 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::schema::ALL_TABLES;
 use crate::store::{Store, StoreLock};
+use crate::vectors::EMBEDDINGS;
+
+/// Every dataset a store keeps: the synced ones and the vectors.
+fn datasets() -> impl Iterator<Item = &'static str> {
+    ALL_TABLES.into_iter().chain([EMBEDDINGS])
+}
 
 /// Fragments a dataset may have before a sync compacts it (`POND_MAX_FRAGMENTS` lowers it
 /// for tests).
@@ -36,10 +42,12 @@ pub struct Maintenance {
 
 /// Compact the datasets with more than [`MAX_FRAGMENTS`] fragments. A compacted `messages`
 /// retires the row map (its fragments are new), which the caller's refresh rebuilds; row
-/// ids are stable, so indexes and vectors stay valid.
+/// ids are stable, so indexes and vectors stay valid. A backfill appending vectors meanwhile
+/// (it does not take the store lock) commits after the rewrite: Lance rebases an append over
+/// a compaction.
 pub async fn compact(store: &Store, _lock: &StoreLock) -> Result<Maintenance> {
     let mut m = Maintenance::default();
-    for name in ALL_TABLES {
+    for name in datasets() {
         let Some(mut ds) = store.latest(name).await? else {
             continue;
         };
@@ -56,7 +64,7 @@ pub async fn compact(store: &Store, _lock: &StoreLock) -> Result<Maintenance> {
 
 /// Remove versions older than [`KEEP_VERSIONS_MINUTES`] (and the files only they used).
 pub async fn cleanup(store: &Store, _lock: &StoreLock, m: &mut Maintenance) -> Result<()> {
-    for name in ALL_TABLES {
+    for name in datasets() {
         let Some(ds) = store.latest(name).await? else {
             continue;
         };

@@ -184,12 +184,37 @@ impl Store {
     /// map, it is damaged, or it does not match (readers then take every row from Lance).
     /// A map replaced by a rebuild is picked up here, on the next call.
     pub fn mapped(&self, messages: &Dataset) -> Option<Mapped> {
-        let map = self.rowmap.current(&rowmap::path_in(self))?;
+        let map = self.rowmap.current(&self.rowmap_path())?;
         let mapped = Mapped::check(map, messages);
         if mapped.is_none() {
             tracing::warn!("row map not used: it does not match the messages dataset");
         }
         mapped
+    }
+
+    /// The row map's file.
+    pub fn rowmap_path(&self) -> PathBuf {
+        rowmap::path_in(&self.root)
+    }
+
+    /// Build the row map from `messages` (`rowmap::build`), replacing the old one. Under the
+    /// store lock, so no sync writes meanwhile and two builds never overlap.
+    pub async fn build_rowmap(&self, _lock: &StoreLock) -> Result<rowmap::RowMapStats> {
+        let ds = self.messages().await?;
+        rowmap::build(&ds, &self.rowmap_path()).await
+    }
+
+    /// After a sync: rebuild the row map when it is stale (`rowmap::stale`). Returns what was
+    /// built, if anything.
+    pub async fn refresh_rowmap(&self, lock: &StoreLock) -> Result<Option<rowmap::RowMapStats>> {
+        let Some(ds) = self.dataset(crate::schema::MESSAGES).await? else {
+            return Ok(None);
+        };
+        let rows = ds.count_rows(None).await?;
+        if !rowmap::stale(self.mapped(&ds).as_ref(), rows) {
+            return Ok(None);
+        }
+        self.build_rowmap(lock).await.map(Some)
     }
 
     /// Answer `read` from the row map, and if reading the map fails (it passed its checks

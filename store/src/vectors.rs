@@ -7,7 +7,7 @@
 //! search filters on, so filters prefilter the nearest-neighbour query in Lance.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use arrow_array::builder::{
     FixedSizeListBuilder, Float16Builder, StringBuilder, TimestampMillisecondBuilder, UInt64Builder,
@@ -19,9 +19,9 @@ use futures::TryStreamExt;
 use lance_linalg::distance::MetricType;
 
 use crate::error::{Result, StoreError};
+use crate::filters::SearchFilters;
 use crate::read::{opt_str, primitive_col, string_col, ts_at, MESSAGE_COLUMNS};
 use crate::schema::{sql_str, MESSAGES};
-use crate::search::SearchFilters;
 use crate::store::Store;
 
 pub const EMBEDDINGS: &str = "embeddings";
@@ -55,9 +55,6 @@ fn schema(dims: usize) -> SchemaRef {
         ),
     ]))
 }
-
-/// The `embeddings` schema for the SQL schema resource (dims shown as 384).
-pub static EMBEDDINGS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| schema(384));
 
 /// A message to embed.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pond_protocol::job::{BackfillRequest, SqlFormat, SqlJob};
-use pond_protocol::{ErrorKind, Job, JobError, Output};
+use pond_protocol::{ErrorKind, JobError};
 use pond_store::get::{self, PageFrom, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest, SortBy};
 use pond_store::{indexes, schema, Store, StoreError};
@@ -441,7 +441,7 @@ impl PondServer {
 
     async fn sql(&self, args: SqlArgs) -> Answer {
         let timeout_s = clamp(args.timeout_seconds, 30, 1, SQL_MAX_TIMEOUT_S);
-        let job = Job::Sql(SqlJob {
+        let job = SqlJob {
             query: args.query,
             format: match args.format {
                 Some(Format::Json) => SqlFormat::Json,
@@ -451,15 +451,14 @@ impl PondServer {
             max_rows: clamp(args.max_rows, 200, 1, SQL_MAX_ROWS),
             max_bytes: (MAX_ANSWER_BYTES / 2) as u64,
             timeout_ms: timeout_s * 1000,
-        });
+        };
         let opts = JobOptions {
             deadline: Some(Duration::from_secs(timeout_s)),
             progress: None,
             ..JobOptions::default()
         };
-        match self.runner.run(job, opts).await {
-            Ok(Output::Sql(out)) => Ok(format!("{}\n{}\n", out.text.trim_end(), out.footer)),
-            Ok(other) => Err(internal(format!("unexpected reply {other:?}"))),
+        match self.runner.call(job, opts).await {
+            Ok(out) => Ok(format!("{}\n{}\n", out.text.trim_end(), out.footer)),
             Err(e) => Err(job_mistake(
                 e,
                 "Only one read-only SELECT/WITH is allowed; tables and columns are in the pond://schema resource.",
@@ -500,10 +499,7 @@ impl PondServer {
             )),
             None => out.push_str("full-text index: none yet (run `pond sync`)\n"),
         }
-        out.push_str(&pond_store::rowmap::describe(
-            &self.store,
-            messages.as_ref(),
-        ));
+        out.push_str(&render::rowmap_state(&self.store, messages.as_ref()));
         out.push('\n');
         let searchable = counts.as_ref().map_or(0, |c| c.searchable_messages);
         out.push_str(&pond_store::vectors::describe(&self.store, searchable).await);
@@ -677,20 +673,18 @@ impl PondServer {
     async fn auto_sync(self, auto: AutoSync) {
         loop {
             let started = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC");
-            let job = Job::Sync(auto.request.clone());
             let opts = JobOptions {
                 stall: Some(crate::workers::sync_stall()),
                 ..JobOptions::default()
             };
-            let note = match self.runner.run(job, opts).await {
-                Ok(Output::Sync(r)) => format!(
+            let note = match self.runner.call(auto.request.clone(), opts).await {
+                Ok(r) => format!(
                     "{started}: {} files seen, {} messages added, {} lines skipped{}",
                     r.files_seen,
                     r.messages_added,
                     r.skipped,
                     self.embed_new(r.messages_added).await
                 ),
-                Ok(other) => format!("{started}: unexpected reply {other:?}"),
                 Err(e) if e.kind == ErrorKind::Locked => {
                     format!("{started}: skipped, another sync or rebuild held the store")
                 }
@@ -712,10 +706,9 @@ impl PondServer {
         if added == 0 || !self.store.has_model() {
             return String::new();
         }
-        let job = Job::Backfill(BackfillRequest { limit: 0 });
-        match self.runner.run(job, JobOptions::default()).await {
-            Ok(Output::Backfill(r)) => format!(", {} embedded", r.embedded),
-            Ok(other) => format!(", embedding: unexpected reply {other:?}"),
+        let job = BackfillRequest { limit: 0 };
+        match self.runner.call(job, JobOptions::default()).await {
+            Ok(r) => format!(", {} embedded", r.embedded),
             Err(e) if e.kind == ErrorKind::Locked => {
                 ", embedding skipped: another backfill held the store".into()
             }

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use pond_protocol::sync::SyncReport;
 use pond_store::get::{MessageContext, MessageView, SessionInfo, SessionPage};
 use pond_store::search::SearchResults;
-use pond_store::StoreCounts;
+use pond_store::{rowmap, Dataset, Store, StoreCounts};
 
 pub fn time(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
@@ -369,4 +369,40 @@ pub fn counts(c: &StoreCounts) -> String {
         "sessions {}, messages {} ({} searchable, {} replayed copies), parts {}, records {}, files {}",
         c.sessions, c.messages, c.searchable_messages, c.replayed_messages, c.parts, c.records, c.files
     )
+}
+
+/// The row map's state as this process serves it, for status displays.
+pub fn rowmap_state(store: &Store, messages: Option<&Dataset>) -> String {
+    let path = store.rowmap_path();
+    if !path.exists() {
+        return "row map: not built (`pond sync` or `pond rebuild --rowmap` builds it)".into();
+    }
+    let fix = "`pond rebuild --rowmap` rebuilds it (so does the next sync)";
+    let Some(ds) = messages else {
+        return format!("row map: present but the store has no messages; {fix}");
+    };
+    match store.mapped(ds) {
+        Some(m) => {
+            let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+            let age = if m.delta_rows > 0 {
+                format!(
+                    "{} rows newer than the map (read from Lance; a sync rebuilds it past {})",
+                    m.delta_rows,
+                    rowmap::delta_limit(m.map.rows())
+                )
+            } else {
+                "current".into()
+            };
+            format!(
+                "row map: {} rows, {} sessions, {:.1} MiB, {age}",
+                m.map.rows(),
+                m.map.sessions(),
+                bytes as f64 / (1 << 20) as f64
+            )
+        }
+        None => match rowmap::RowMap::open(&path) {
+            Err(e) => format!("{e}; not used; {fix}"),
+            Ok(_) => format!("row map: does not match the messages dataset; not used; {fix}"),
+        },
+    }
 }

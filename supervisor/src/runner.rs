@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use pond_protocol::job::EmbedJob;
-use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
+use pond_protocol::{ErrorKind, Job, JobError, Output, Progress, Request};
 use pond_store::search::QueryVector;
 use tokio::sync::mpsc;
 
@@ -49,6 +49,18 @@ impl Runner {
         }
     }
 
+    /// Run a request's job and return its reply (the one place a mismatched reply, a pond
+    /// bug, is turned into an error).
+    pub async fn call<R: Request>(&self, req: R, opts: JobOptions) -> Result<R::Reply, JobError> {
+        let out = self.run(req.into_job(), opts).await?;
+        R::reply(out).map_err(|other| {
+            JobError::new(
+                ErrorKind::Internal,
+                format!("a worker answered {other:?}, not what its job asks for (a pond bug)"),
+            )
+        })
+    }
+
     /// The embedding of a search query, from the embed worker (which loads the store's
     /// model on first use and exits when idle).
     pub async fn embed_query(&self, query: &str) -> Result<QueryVector, JobError> {
@@ -63,23 +75,24 @@ impl Runner {
                 ),
             ));
         }
-        let job = Job::Embed(EmbedJob {
+        let job = EmbedJob {
             texts: vec![query.to_owned()],
             query: true,
-        });
+        };
         let opts = JobOptions {
             deadline: Some(std::time::Duration::from_secs(120)),
             progress: None,
             ..JobOptions::default()
         };
-        match self.run(job, opts).await? {
-            Output::Vectors(mut v) if v.vectors.len() == 1 => Ok(QueryVector {
+        let mut v = self.call(job, opts).await?;
+        match v.vectors.pop() {
+            Some(vector) if v.vectors.is_empty() => Ok(QueryVector {
                 model: v.model,
-                vector: v.vectors.remove(0),
+                vector,
             }),
-            other => Err(JobError::new(
+            _ => Err(JobError::new(
                 ErrorKind::Internal,
-                format!("unexpected reply to an embed job: {other:?}"),
+                "the embed worker did not return one vector for the query (a pond bug)",
             )),
         }
     }

@@ -191,14 +191,23 @@ impl Workers {
 
     /// Run a job in a worker of its kind.
     pub async fn run(&self, job: Job, opts: JobOptions) -> Result<Output, JobError> {
-        let handle = &self.handles[&job.kind()];
+        let kind = job.kind();
+        let handle = &self.handles[&kind];
+        let started = std::time::Instant::now();
         let (reply, answer) = oneshot::channel();
         handle
             .tx
             .send(Request::Run { job, opts, reply })
             .await
             .map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+        let out = answer.await.map_err(|_| stopped())?;
+        let pid = handle.status.lock().expect("status lock").pid;
+        let ms = started.elapsed().as_millis() as u64;
+        match &out {
+            Ok(_) => tracing::info!(?kind, ?pid, ms, "job done"),
+            Err(e) => tracing::info!(?kind, ?pid, ms, error = %e, "job failed"),
+        }
+        out
     }
 
     /// Every kind's state, with live workers' footprints sampled now.

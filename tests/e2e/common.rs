@@ -43,6 +43,9 @@ impl Env {
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
             .env_remove("POND_STORE")
+            // Logs at their default level unless a test asks for more.
+            .env_remove("RUST_LOG")
+            .env_remove("POND_LOG")
             // Tests that want `pond mcp` to sync in the background ask for it.
             .env("POND_AUTO_SYNC_MINS", "0");
         c

@@ -253,6 +253,8 @@ fn names_that_differ_only_in_bytes_that_are_not_utf8_stay_two_files() {
 #[test]
 fn many_small_syncs_are_compacted_and_answers_stay_whole() {
     let env = Env::new();
+    // With a model, each sync also appends vectors: those are compacted too.
+    crate::embed::import_tiny_model(&env);
     let few = [("POND_MAX_FRAGMENTS", "2")];
     let mut compacted = 0;
     for i in 0..4 {
@@ -275,4 +277,34 @@ fn many_small_syncs_are_compacted_and_answers_stay_whole() {
     // The row map was rebuilt over the compacted fragments and serves them.
     assert!(status.contains("row map: 4 rows, 4 sessions"), "{status}");
     assert!(status.contains("current"), "{status}");
+    // Every message still has its vector (a hit needs one).
+    let v = env.json(&["search", "--mode", "vector", "compaction check", "--json"]);
+    assert_eq!(v["hits"], 4, "{v}");
+}
+
+#[test]
+fn logs_are_plain_text_and_follow_the_flags() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let stderr = |args: &[&str], vars: &[(&str, &str)]| {
+        let out = env.run_with(args, vars);
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let sql = "SELECT count(*) FROM messages";
+    // Stderr is a pipe here, as under an MCP host: no colour codes. (`pond sql` prints its
+    // footer, "1 rows in N ms", on stderr too.)
+    let verbose = stderr(&["-v", "sql", sql], &[]);
+    assert!(verbose.contains("job done"), "{verbose}");
+    assert!(verbose.contains("INFO"), "{verbose}");
+    assert!(!verbose.contains('\u{1b}'), "{verbose:?}");
+    let quiet = stderr(&["sql", sql], &[]);
+    assert!(
+        !quiet.contains("job done") && !quiet.contains("INFO"),
+        "{quiet}"
+    );
+    assert!(stderr(&["sql", sql], &[("RUST_LOG", "info")]).contains("job done"));
+    assert!(stderr(&["sql", sql], &[("POND_LOG", "info")]).contains("job done"));
+    let errors_only = stderr(&["-q", "sql", sql], &[]);
+    assert!(!errors_only.contains("job done"), "{errors_only}");
 }

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestParams};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
@@ -29,6 +28,7 @@ fn synced() -> Env {
 struct Client {
     service: RunningService<RoleClient, ()>,
     pid: u32,
+    _child: tokio::process::Child,
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -55,13 +55,13 @@ async fn connect_with(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Clien
         };
     }
     cmd.args(extra).arg("mcp");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start pond mcp");
-    let pid = transport.id().expect("pid");
-    let service = ().serve(transport).await.expect("MCP handshake");
-    Client { service, pid }
+    let s = pond_benches::stdio::spawn(cmd).expect("start pond mcp");
+    let service = ().serve(s.io).await.expect("MCP handshake");
+    Client {
+        service,
+        pid: s.pid,
+        _child: s.child,
+    }
 }
 
 impl Client {

@@ -14,7 +14,7 @@ use pond_protocol::job::{
 };
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
 use pond_store::sql::{self, SqlLimits};
-use pond_store::{indexes, rowmap, schema, vectors, Store, StoreError};
+use pond_store::{indexes, schema, vectors, Store, StoreError};
 
 use crate::sync::SyncError;
 
@@ -208,7 +208,7 @@ async fn execute(
             if req.rowmap || all {
                 step("row map (messages.rmm)");
                 let t = Instant::now();
-                let stats = rowmap::build(store, &lock).await.map_err(store_error)?;
+                let stats = store.build_rowmap(&lock).await.map_err(store_error)?;
                 rowmap_bytes = stats.file_bytes;
                 steps.push((
                     format!("row map: {} rows, {} sessions", stats.rows, stats.sessions),

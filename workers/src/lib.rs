@@ -2,7 +2,7 @@
 //! that runs them.
 //!
 //! What it is for: work whose memory grows with the corpus or the input: ingest ([`sync`]),
-//! index rebuilds and SQL, all behind one entry point ([`jobs::execute`]). A worker process
+//! index rebuilds and SQL, all behind one entry point ([`jobs::Jobs::execute`]). A worker process
 //! ([`process::serve`], started as `pond worker <kind>`) runs jobs it receives over IPC and
 //! exits, handing every page back to the OS; the front's `--in-process` mode calls the same
 //! entry point directly.

@@ -14,9 +14,9 @@ use std::time::Instant;
 use pond_ingest::paths::path_key;
 use pond_ingest::reader::read_file_part;
 use pond_ingest::reader::ReadMode;
-use pond_ingest::{discover, FileBatch, FileCursor, ReadOutcome, SourceFile, SourceKind};
+use pond_ingest::{discover_all, FileBatch, FileCursor, ReadOutcome, Skip, SourceFile, SourceKind};
 use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
-use pond_store::{indexes, maintenance, rowmap, vectors, Store, StoreLock, SyncWriter};
+use pond_store::{indexes, maintenance, vectors, Store, StoreLock, SyncWriter};
 
 use crate::quarantine::{Quarantine, NOTED_BYTES};
 use crate::repair;
@@ -75,11 +75,16 @@ pub async fn run(
             }
             None => None,
         };
-        for f in discover(&source.path, kind) {
+        let found = discover_all(&source.path, kind);
+        for f in found.files {
             if seen_paths.insert(f.path.clone()) {
                 files.push(f);
             }
         }
+        for s in &found.unreadable {
+            tracing::warn!(path = %s.path, reason = %s.reason, "not read");
+        }
+        note_skips(&mut report, &found.unreadable);
     }
     // Parents before subagents across sources too: fewer owners to demote.
     files.sort_by_key(|f| f.is_subagent);
@@ -200,16 +205,7 @@ pub async fn run(
                 report.skipped += n;
                 *report.skipped_by_reason.entry(kind.clone()).or_default() += n;
             }
-            for s in &out.batch.skips {
-                if report.skip_examples.len() < SKIP_EXAMPLES {
-                    report.skip_examples.push(SkipNote {
-                        path: s.path.clone(),
-                        line: s.line,
-                        reason: s.reason.clone(),
-                    });
-                }
-                tracing::debug!(path = %s.path, line = s.line, reason = %s.reason, "skipped");
-            }
+            note_examples(&mut report, &out.batch.skips);
             if !out.cursor.partial && !matches!(out.mode, ReadMode::Unchanged | ReadMode::Failed) {
                 quarantine.cleared(&path);
                 new_cursors.insert(path, out.cursor);
@@ -248,7 +244,7 @@ pub async fn run(
         report.indexes_updated = idx.updated;
         report.unindexed_rows = idx.unindexed_rows as u64;
         let t = Instant::now();
-        if let Some(stats) = rowmap::refresh(store, &lock).await? {
+        if let Some(stats) = store.refresh_rowmap(&lock).await? {
             report.rowmap_rows = stats.rows;
             report.rowmap_ms = t.elapsed().as_millis() as u64;
         }
@@ -298,7 +294,7 @@ async fn upgrade(
 }
 
 /// `pond rebuild`'s first step: the repairs and the upgrade a sync would make (see
-/// [`upgrade`]), for the spellings the store itself shows (nothing is discovered). Returns
+/// `upgrade`), for the spellings the store itself shows (nothing is discovered). Returns
 /// the store lock, which the rebuild keeps.
 pub async fn repair_store(store: &Store) -> Result<(StoreLock, SyncReport), SyncError> {
     let mut report = SyncReport::default();
@@ -441,4 +437,30 @@ async fn flush(
     report.replayed_messages += stats.replayed_messages as u64;
     report.demoted_messages += stats.demoted_messages as u64;
     Ok(())
+}
+
+/// Count `skips` (not counted elsewhere) by reason, and keep the first as examples.
+fn note_skips(report: &mut SyncReport, skips: &[Skip]) {
+    for s in skips {
+        report.skipped += 1;
+        *report
+            .skipped_by_reason
+            .entry(s.kind().to_owned())
+            .or_default() += 1;
+    }
+    note_examples(report, skips);
+}
+
+/// Keep the first [`SKIP_EXAMPLES`] skips of a sync in full.
+fn note_examples(report: &mut SyncReport, skips: &[Skip]) {
+    for s in skips {
+        if report.skip_examples.len() < SKIP_EXAMPLES {
+            report.skip_examples.push(SkipNote {
+                path: s.path.clone(),
+                line: s.line,
+                reason: s.reason.clone(),
+            });
+        }
+        tracing::debug!(path = %s.path, line = s.line, reason = %s.reason, "skipped");
+    }
 }
