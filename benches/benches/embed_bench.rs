@@ -1,7 +1,7 @@
 //! The embedder's costs with a model of multilingual-e5-small's exact shape (random weights:
 //! the real ones cannot be downloaded here, and memory and speed depend on the shape only).
 //!
-//! `cargo bench -p pond --bench embed_bench -- [--queries Q] [--cold C] [--work DIR]`
+//! `cargo bench --workspace --bench embed_bench -- [--queries Q] [--cold C] [--work DIR]`
 //!
 //! - import: `pond model import` of the ~470 MB f32 folder as a child process; time, asset
 //!   size against the f32 file, the importer's peak footprint (`RssAnon + VmSwap`, sampled

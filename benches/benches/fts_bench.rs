@@ -1,6 +1,6 @@
 //! Full-text query latency.
 //!
-//! `cargo bench --bench fts_bench -- [--messages N] [--queries Q] [--work DIR]`
+//! `cargo bench --workspace --bench fts_bench -- [--messages N] [--queries Q] [--work DIR]`
 //! Generates and syncs (once) a corpus of N messages, then runs Q one-to-three-word queries
 //! (fixed seed) through a freshly opened store with pond's default cache caps, the way the
 //! front runs them: cold first query, then p50/p95 over the rest. Then hydration of 10

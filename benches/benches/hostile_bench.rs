@@ -8,7 +8,7 @@
 //! `SELECT repeat('x', 200000000)`; the front's footprint (RssAnon + VmSwap) sampled every
 //! 20 ms before, during and after. `malloc_trim` is not called (pond never calls it).
 //!
-//! `cargo bench --bench hostile_bench` (release; about 2 minutes here).
+//! `cargo bench --workspace --bench hostile_bench` (release; about 2 minutes here).
 
 // Shared with serve_mem_bench, which uses all of it.
 #[allow(dead_code)]

@@ -2,7 +2,7 @@
 //! and min-max score fusion finds a known message more often, against full-text and vector
 //! search alone.
 //!
-//! `cargo bench -p pond -p pond-benches --bench hybrid_bench -- [--corpus DIR | --messages N]
+//! `cargo bench --workspace --bench hybrid_bench -- [--corpus DIR | --messages N]
 //!  [--model DIR] [--queries Q] [--work DIR]`
 //!
 //! - The store: the corpus (a folder of session files, default the generated corpus of N

@@ -1,6 +1,6 @@
 //! Ingest throughput and no-op re-sync time.
 //!
-//! `cargo bench --bench ingest_bench -- [--messages N] [--work DIR]`
+//! `cargo bench --workspace --bench ingest_bench -- [--messages N] [--work DIR]`
 //! Generates (once) a corpus of N messages, syncs it into a fresh store, then syncs again
 //! (nothing new). With `../shared/corpus` present, does the same on the real files.
 //! Runs the sync job in this process, the same code `pond sync` runs.

@@ -2,7 +2,7 @@
 //! phase of its life, multi-process (the default) against `--in-process` (the same jobs in
 //! the front), with a plot of footprint over time.
 //!
-//! `cargo bench -p pond -p pond-benches --bench serve_mem_bench -- [--messages N | --corpus DIR]
+//! `cargo bench --workspace --bench serve_mem_bench -- [--messages N | --corpus DIR]
 //!  [--queries Q] [--idle-secs T] [--worker-idle-secs W] [--modes multi,in-process]
 //!  [--plot FILE.svg] [--work DIR]`
 //!

@@ -1,7 +1,7 @@
 //! The supervisor's costs: IPC round trip, worker spawn + handshake, and the front's idle
 //! footprint after full-text + SQL + get, multi-process versus `--in-process`.
 //!
-//! `cargo bench --bench supervisor_bench -- [--messages N] [--pings P] [--spawns S]
+//! `cargo bench --workspace --bench supervisor_bench -- [--messages N] [--pings P] [--spawns S]
 //!  [--queries Q] [--idle-secs T] [--no-rowmap] [--work DIR]`
 //!
 //! This bench belongs to the root `pond` package (it needs the real binary, which cargo

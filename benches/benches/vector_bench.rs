@@ -1,7 +1,7 @@
 //! Nearest-neighbour search over the `embeddings` dataset: exact scan against the index
 //! kinds Lance offers, on recall@10, latency, build time and size.
 //!
-//! `cargo bench -p pond -p pond-benches --bench vector_bench -- [--vectors N] [--queries Q]`
+//! `cargo bench --workspace --bench vector_bench -- [--vectors N] [--queries Q]`
 //!
 //! Stand-in vectors (embedding N real messages takes hours on this CPU): 384-dim unit
 //! vectors drawn around 512 random centres, so they cluster the way sentence embeddings do;
