@@ -204,14 +204,18 @@ impl Store {
         rowmap::build(&ds, &self.rowmap_path()).await
     }
 
-    /// After a sync: rebuild the row map when it is stale (`rowmap::stale`). Returns what was
-    /// built, if anything.
+    /// After a sync: rebuild the row map when it is missing, damaged or does not match
+    /// `messages` while there are rows, or lags (`rowmap::lags`). Returns what was built, if
+    /// anything.
     pub async fn refresh_rowmap(&self, lock: &StoreLock) -> Result<Option<rowmap::RowMapStats>> {
         let Some(ds) = self.dataset(crate::schema::MESSAGES).await? else {
             return Ok(None);
         };
-        let rows = ds.count_rows(None).await?;
-        if !rowmap::stale(self.mapped(&ds).as_ref(), rows) {
+        let stale = match self.mapped(&ds) {
+            Some(m) => rowmap::lags(&m),
+            None => ds.count_rows(None).await? > 0,
+        };
+        if !stale {
             return Ok(None);
         }
         self.build_rowmap(lock).await.map(Some)

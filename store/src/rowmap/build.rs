@@ -121,12 +121,8 @@ pub fn delta_limit(map_rows: usize) -> usize {
     (map_rows / 20).max(20_000)
 }
 
-/// Whether a sync should rebuild the map: it is missing, damaged or does not match
-/// `messages` (`mapped` is `None`) while there are rows, or lags by more than
-/// [`delta_limit`] rows.
-pub fn stale(mapped: Option<&Mapped>, rows: usize) -> bool {
-    match mapped {
-        Some(m) => m.delta_rows > delta_limit(m.map.rows()),
-        None => rows > 0,
-    }
+/// Whether a fitting map lags `messages` by more than [`delta_limit`] rows (a sync then
+/// rebuilds it).
+pub fn lags(m: &Mapped) -> bool {
+    m.delta_rows > delta_limit(m.map.rows())
 }
