@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Check style (rustfmt, clippy, rustdoc warnings), then build and run every test: unit tests,
+# Check style (rustfmt, clippy, rustdoc warnings, no import cycle between modules), then build and run every test: unit tests,
 # the end-to-end tests over the real binary, and (when ../shared/corpus exists) the
 # real-corpus test. Arguments go to `cargo test` (and skip the style gates).
 set -euo pipefail
@@ -13,5 +13,6 @@ if [ "$#" -eq 0 ]; then
   cargo fmt --all --check
   cargo clippy --workspace --all-targets -- -D warnings
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+  python3 scripts/module-graph.py
 fi
 cargo test --workspace "$@"

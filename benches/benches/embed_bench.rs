@@ -18,10 +18,10 @@ use pond_benches::report::r2;
 use pond_benches::work::num;
 use pond_benches::{report, work};
 use pond_embed::random_bert::{self, Shape};
+use pond_front::{JobOptions, WorkerCommand, Workers, WorkersConfig};
 use pond_protocol::footprint;
 use pond_protocol::job::EmbedJob;
 use pond_protocol::{Job, Output};
-use pond_supervisor::{JobOptions, WorkerCommand, Workers, WorkersConfig};
 use serde_json::json;
 
 const POND: &str = env!("CARGO_BIN_EXE_pond");
@@ -45,6 +45,7 @@ fn watch(pid: u32) -> (u64, u64) {
 }
 
 fn main() {
+    pond_benches::work::accept(&["--queries", "--cold"], &[]);
     let queries = num("--queries", 200) as usize;
     let colds = num("--cold", 5);
     let dir = work::work_dir().join("embed-bench");

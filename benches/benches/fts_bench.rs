@@ -17,6 +17,7 @@ use pond_store::{Store, StoreConfig};
 use serde_json::json;
 
 fn main() {
+    pond_benches::work::accept(&["--messages", "--queries"], &[]);
     let messages = work::num("--messages", 100_000);
     let queries: usize = work::arg("--queries").map_or(200, |q| q.parse().expect("--queries Q"));
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -97,7 +98,7 @@ fn main() {
             "hydrate10_lance_p50_ms": r2(report::percentile(&mut from_lance, 50.0)),
             "hydrate10_lance_p95_ms": r2(report::percentile(&mut from_lance, 95.0)),
             "index_cache_mib": StoreConfig::default().index_cache_bytes >> 20,
-            "process_footprint_mib": pond_supervisor::footprint::of_self().map_or(0, |f| f.footprint_kib() / 1024),
+            "process_footprint_mib": pond_front::footprint::of_self().map_or(0, |f| f.footprint_kib() / 1024),
         })
     });
     report::print("fts_bench", &figures);

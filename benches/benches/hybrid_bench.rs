@@ -221,6 +221,7 @@ fn rr(ranked: &[(String, f32)], relevant: &HashSet<String>) -> f64 {
 }
 
 fn main() {
+    pond_benches::work::accept(&["--model", "--queries", "--corpus", "--messages"], &[]);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -64,6 +64,7 @@ async fn bench(
 }
 
 fn main() {
+    pond_benches::work::accept(&["--messages"], &[]);
     let messages = work::num("--messages", 100_000);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -86,7 +87,7 @@ fn main() {
         let (corpus, _) = work::corpus(messages).expect("corpus");
         bench("generated", &corpus, &mut figures).await;
     });
-    let peak = pond_supervisor::footprint::of_self().map_or(0, |f| f.hwm_kib);
+    let peak = pond_front::footprint::of_self().map_or(0, |f| f.hwm_kib);
     figures.insert("bench_process_peak_rss_mib".into(), json!(peak / 1024));
     report::print("ingest_bench", &serde_json::Value::Object(figures));
 }

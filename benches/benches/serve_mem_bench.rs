@@ -549,6 +549,18 @@ fn plot(runs: &[Run], messages: usize) -> String {
 }
 
 fn main() {
+    pond_benches::work::accept(
+        &[
+            "--corpus",
+            "--messages",
+            "--queries",
+            "--idle-secs",
+            "--worker-idle-secs",
+            "--modes",
+            "--plot",
+        ],
+        &[],
+    );
     let corpus = work::arg("--corpus").map(PathBuf::from);
     let label = match &corpus {
         Some(c) => c

@@ -21,9 +21,9 @@ use pond_benches::corpus::Rng;
 use pond_benches::report::r2;
 use pond_benches::work::num;
 use pond_benches::{report, work};
+use pond_front::{JobOptions, WorkerCommand, Workers, WorkersConfig};
 use pond_protocol::footprint;
 use pond_protocol::{Job, WorkerKind};
-use pond_supervisor::{JobOptions, WorkerCommand, Workers, WorkersConfig};
 use serde_json::{json, Value};
 
 // Shared with serve_mem_bench, which uses all of it.
@@ -165,6 +165,16 @@ fn worker_footprints(front: u32) -> u64 {
 }
 
 fn main() {
+    pond_benches::work::accept(
+        &[
+            "--messages",
+            "--pings",
+            "--spawns",
+            "--queries",
+            "--idle-secs",
+        ],
+        &["--no-rowmap"],
+    );
     let messages = num("--messages", 100_000);
     let pings = num("--pings", 2000);
     let spawns = num("--spawns", 20);

@@ -44,6 +44,7 @@ fn dir_bytes(p: &std::path::Path) -> u64 {
 }
 
 fn main() {
+    pond_benches::work::accept(&["--vectors", "--queries"], &[]);
     let n = work::num("--vectors", 100_000);
     let queries: usize = work::arg("--queries").map_or(200, |q| q.parse().expect("--queries Q"));
     let dir = work::work_dir().join(format!("vector-bench-{n}"));

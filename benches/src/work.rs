@@ -7,12 +7,56 @@ use pond_store::{Store, StoreConfig};
 
 use crate::corpus::{generate, Spec, Stats};
 
-/// `--name value` from the bench's arguments (cargo passes `--bench` too; it is ignored).
+/// The bench's arguments as clap read them ([`accept`]).
+static ARGS: std::sync::OnceLock<clap::ArgMatches> = std::sync::OnceLock::new();
+
+/// Declare the bench's arguments: `options` take a value (`--messages N`), `flags` do not;
+/// `--work DIR` is every bench's. An argument not declared (a typo) fails the bench with
+/// clap's error, which names the closest declared one. Call first thing in `main`.
+pub fn accept(options: &[&'static str], flags: &[&'static str]) {
+    let name = std::env::args()
+        .next()
+        .and_then(|a| {
+            Path::new(&a)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "bench".into());
+    let long = |o: &'static str| o.trim_start_matches("--");
+    let name: &'static str = Box::leak(name.into_boxed_str());
+    let mut cmd = clap::Command::new(name)
+        // cargo bench passes `--bench` to every bench binary.
+        .arg(
+            clap::Arg::new("bench")
+                .long("bench")
+                .action(clap::ArgAction::SetTrue)
+                .hide(true),
+        )
+        .arg(clap::Arg::new("work").long("work").value_name("DIR"));
+    for o in options {
+        cmd = cmd.arg(clap::Arg::new(long(o)).long(long(o)).value_name("VALUE"));
+    }
+    for f in flags {
+        cmd = cmd.arg(
+            clap::Arg::new(long(f))
+                .long(long(f))
+                .action(clap::ArgAction::SetTrue),
+        );
+    }
+    let matches = cmd.get_matches();
+    ARGS.set(matches).expect("accept is called once");
+}
+
+fn matches() -> &'static clap::ArgMatches {
+    ARGS.get()
+        .expect("the bench declares its arguments first (work::accept)")
+}
+
+/// `--name value`, if given (`name` must be declared in [`accept`]).
 pub fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
+    matches()
+        .get_one::<String>(name.trim_start_matches("--"))
+        .cloned()
 }
 
 /// `--name N` as a number (`2_100_000` allowed), or `default`.
@@ -24,9 +68,9 @@ pub fn num(name: &str, default: u64) -> u64 {
     })
 }
 
-/// Whether the flag `name` was given.
+/// Whether the flag `name` (declared in [`accept`]) was given.
 pub fn flag(name: &str) -> bool {
-    std::env::args().any(|a| a == name)
+    matches().get_flag(name.trim_start_matches("--"))
 }
 
 /// `--work DIR`, default `$CARGO_TARGET_DIR/pond-bench` (else `target/pond-bench`).

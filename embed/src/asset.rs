@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::path::Path;
 
+use candle_transformers::models::bert::Config;
 use safetensors::tensor::{Dtype, TensorView, View};
 use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
@@ -187,7 +188,7 @@ pub fn import(
     // The encoder must be able to read the config, and the tokenizer must load.
     let config = serde_json::from_str::<candle_transformers::models::bert::Config>(&config_text)
         .map_err(|e| EmbedError::Invalid(format!("config.json is not a BERT config: {e}")))?;
-    crate::model::check_config(&config)?;
+    check_config(&config)?;
     tokenizers::Tokenizer::from_file(&tokenizer_path)
         .map_err(|e| EmbedError::Tokenizer(format!("{}: {e}", tokenizer_path.display())))?;
 
@@ -271,4 +272,38 @@ pub fn import(
         std::fs::rename(&staging, dst)?;
     }
     Ok(manifest)
+}
+
+/// Refuse a config the encoder cannot be built from (a zero head count divides by zero in
+/// the attention layers: a panic, not an error, in the worker).
+pub(crate) fn check_config(c: &Config) -> Result<()> {
+    let bad = |what: String| {
+        Err(EmbedError::Invalid(format!(
+            "config.json: {what}; import a BERT-shaped model"
+        )))
+    };
+    if c.hidden_size == 0 || c.num_attention_heads == 0 || c.num_hidden_layers == 0 {
+        return bad(format!(
+            "hidden_size {}, num_attention_heads {}, num_hidden_layers {} must all be positive",
+            c.hidden_size, c.num_attention_heads, c.num_hidden_layers
+        ));
+    }
+    if !c.hidden_size.is_multiple_of(c.num_attention_heads) {
+        return bad(format!(
+            "hidden_size {} is not a multiple of num_attention_heads {}",
+            c.hidden_size, c.num_attention_heads
+        ));
+    }
+    if c.vocab_size == 0 || c.intermediate_size == 0 || c.max_position_embeddings == 0 {
+        return bad(
+            "vocab_size, intermediate_size and max_position_embeddings must be positive".into(),
+        );
+    }
+    if c.num_hidden_layers > 256 || c.hidden_size > 65_536 {
+        return bad(format!(
+            "{} layers of {} dims is not a sentence embedder pond can serve",
+            c.num_hidden_layers, c.hidden_size
+        ));
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@ use candle_nn::{Embedding, LayerNorm, Module, VarBuilder};
 use candle_transformers::models::bert::{BertEncoder, Config};
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
-use crate::asset::{Manifest, ASSET_DTYPE};
+use crate::asset::{check_config, Manifest, ASSET_DTYPE};
 use crate::{EmbedError, Result};
 
 /// Which prefix a text gets.
@@ -259,38 +259,4 @@ impl Embedder {
             .clamp(1e-12, f64::MAX)?;
         Ok(mean.broadcast_div(&norm)?.to_vec2::<f32>()?)
     }
-}
-
-/// Refuse a config the encoder cannot be built from (a zero head count divides by zero in
-/// the attention layers: a panic, not an error, in the worker).
-pub(crate) fn check_config(c: &Config) -> Result<()> {
-    let bad = |what: String| {
-        Err(EmbedError::Invalid(format!(
-            "config.json: {what}; import a BERT-shaped model"
-        )))
-    };
-    if c.hidden_size == 0 || c.num_attention_heads == 0 || c.num_hidden_layers == 0 {
-        return bad(format!(
-            "hidden_size {}, num_attention_heads {}, num_hidden_layers {} must all be positive",
-            c.hidden_size, c.num_attention_heads, c.num_hidden_layers
-        ));
-    }
-    if !c.hidden_size.is_multiple_of(c.num_attention_heads) {
-        return bad(format!(
-            "hidden_size {} is not a multiple of num_attention_heads {}",
-            c.hidden_size, c.num_attention_heads
-        ));
-    }
-    if c.vocab_size == 0 || c.intermediate_size == 0 || c.max_position_embeddings == 0 {
-        return bad(
-            "vocab_size, intermediate_size and max_position_embeddings must be positive".into(),
-        );
-    }
-    if c.num_hidden_layers > 256 || c.hidden_size > 65_536 {
-        return bad(format!(
-            "{} layers of {} dims is not a sentence embedder pond can serve",
-            c.num_hidden_layers, c.hidden_size
-        ));
-    }
-    Ok(())
 }

@@ -9,11 +9,11 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
+use crate::common::Common;
 use crate::discover::SourceFile;
 use crate::model::{
     FileBatch, MessageRow, Origin, PartRow, Role, AGENT_CLAUDE, AGENT_CLAUDE_SUBAGENT,
 };
-use crate::reader::Common;
 use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_field};
 
 pub struct ClaudeParser {

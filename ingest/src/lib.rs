@@ -13,9 +13,12 @@
 
 pub mod claude;
 pub mod codex;
+mod common;
+mod cursor;
 pub mod discover;
 mod json;
 pub mod model;
+mod pass;
 pub mod paths;
 pub mod reader;
 #[cfg(test)]

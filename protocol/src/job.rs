@@ -170,17 +170,30 @@ impl Request for Ping {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum SqlFormat {
+/// How a tabular answer is written: a text table, JSON or CSV. The one format enum of every
+/// front end (the CLI's `--format`, MCP's `format`) and of the SQL job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    #[default]
     Table,
     Json,
     Csv,
 }
 
+impl crate::Choice for Format {
+    const NAMES: &'static [(&'static str, Format)] = &[
+        ("table", Format::Table),
+        ("json", Format::Json),
+        ("csv", Format::Csv),
+    ];
+    const SCHEMA_NAME: &'static str = "Format";
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SqlJob {
     pub query: String,
-    pub format: SqlFormat,
+    pub format: Format,
     pub max_rows: u64,
     pub max_bytes: u64,
     pub timeout_ms: u64,
@@ -308,6 +321,21 @@ pub enum ErrorKind {
     Crashed,
     /// Anything else.
     Internal,
+    /// Something the request needs is not set up (no embedding model, a store an older pond
+    /// wrote): the user must act, not the caller.
+    Unavailable,
+}
+
+impl ErrorKind {
+    /// The caller asked for something wrong or absent: fixing the request is the remedy.
+    pub fn is_mistake(self) -> bool {
+        matches!(self, ErrorKind::Invalid | ErrorKind::NotFound)
+    }
+
+    /// A limit stopped the job (time, memory): asking for less is the remedy.
+    pub fn is_limit(self) -> bool {
+        matches!(self, ErrorKind::Timeout | ErrorKind::OverBudget)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -359,7 +387,7 @@ mod tests {
         );
         let job = Job::Sql(SqlJob {
             query: "SELECT 1".into(),
-            format: SqlFormat::Json,
+            format: Format::Json,
             max_rows: 10,
             max_bytes: 100,
             timeout_ms: 5,

@@ -11,15 +11,18 @@
 //! budgets and a worker's own report use one definition.
 //!
 //! What it is not: a process manager. It knows nothing of Lance, parsers or processes;
-//! `pond-workers` runs the jobs and `pond-supervisor` carries them.
+//! `pond-workers` runs the jobs and `pond-front` carries them.
 
+mod choice;
 pub mod footprint;
 pub mod job;
 pub mod sync;
 
+pub use choice::Choice;
 pub use job::{
-    ErrorKind, FromWorker, Hello, Job, JobError, Output, Progress, Request, ToWorker, WorkerKind,
+    ErrorKind, Format, FromWorker, Hello, Job, JobError, Output, Progress, Request, ToWorker,
+    WorkerKind,
 };
 
 /// Bumped whenever a type in this crate changes shape.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;

@@ -265,3 +265,18 @@ pub fn files_batch(rows: &[(String, String)], synced_at: i64) -> Result<RecordBa
 pub fn sql_str(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sql_str;
+
+    #[test]
+    fn literals_are_quoted_so_no_value_escapes_them() {
+        assert_eq!(sql_str("abc"), "'abc'");
+        assert_eq!(sql_str("it's"), "'it''s'");
+        assert_eq!(sql_str("x' OR '1'='1"), "'x'' OR ''1''=''1'");
+        assert_eq!(sql_str(""), "''");
+        // Backslashes and newlines are plain characters in SQL string literals.
+        assert_eq!(sql_str("a\\'\nb"), "'a\\''\nb'");
+    }
+}

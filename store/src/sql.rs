@@ -19,7 +19,7 @@ use datafusion::sql::parser::{DFParser, Statement as DfStatement};
 use datafusion::sql::sqlparser::ast::{Expr, Query, SetExpr, Statement, Visit, Visitor};
 use futures::StreamExt;
 use lance::datafusion::LanceTableProvider;
-use serde::Serialize;
+use pond_protocol::Format;
 
 use crate::error::{Result, StoreError};
 use crate::schema::{FILES, MESSAGES, PARTS, RECORDS, SESSIONS};
@@ -310,21 +310,13 @@ fn spill_dir(store: &Store) -> Result<PathBuf> {
     Ok(dir)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SqlFormat {
-    Table,
-    Json,
-    Csv,
-}
-
 /// Longest cell shown in the text table.
 const CELL_CHARS: usize = 200;
 
 /// Render a result; the text table shortens long cells (JSON and CSV keep them whole).
-pub fn render(result: &SqlResult, format: SqlFormat) -> Result<String> {
+pub fn render(result: &SqlResult, format: Format) -> Result<String> {
     match format {
-        SqlFormat::Table => {
+        Format::Table => {
             let opts = arrow_cast::display::FormatOptions::default().with_null("NULL");
             let shortened: Vec<RecordBatch> = result
                 .batches
@@ -336,7 +328,7 @@ pub fn render(result: &SqlResult, format: SqlFormat) -> Result<String> {
                     .to_string(),
             )
         }
-        SqlFormat::Json => {
+        Format::Json => {
             let mut w = arrow_json::ArrayWriter::new(Vec::new());
             for b in &result.batches {
                 w.write(b)?;
@@ -349,7 +341,7 @@ pub fn render(result: &SqlResult, format: SqlFormat) -> Result<String> {
                 String::from_utf8_lossy(&out).into_owned()
             })
         }
-        SqlFormat::Csv => {
+        Format::Csv => {
             let mut w = arrow_csv::WriterBuilder::new()
                 .with_header(true)
                 .build(Vec::new());

@@ -82,7 +82,7 @@ fn batch(model: &str, dims: usize, rows: &[(Pending, Vec<f32>)]) -> Result<Recor
         .with_field(Arc::new(Field::new("item", DataType::Float16, true)));
     for (p, v) in rows {
         if v.len() != dims {
-            return Err(StoreError::InvalidQuery(format!(
+            return Err(StoreError::Failed(format!(
                 "a vector of {} dims for a model of {dims}",
                 v.len()
             )));
@@ -224,7 +224,7 @@ pub async fn backfill(
                 let texts: Vec<&str> = group.iter().map(|p| p.text.as_str()).collect();
                 let vectors = embed(&texts)?;
                 if vectors.len() != group.len() {
-                    return Err(StoreError::InvalidQuery(format!(
+                    return Err(StoreError::Failed(format!(
                         "asked for {} vectors, got {}",
                         group.len(),
                         vectors.len()
@@ -437,37 +437,31 @@ pub async fn counts(store: &Store) -> Result<Vec<(String, usize)>> {
     Ok(out)
 }
 
-/// The embedding state, for status displays: the store's model and how many searchable
-/// messages have its vectors.
-pub async fn describe(store: &Store, searchable: usize) -> String {
+/// The store's model, if it has one, and how many vectors of it the store holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coverage {
+    pub model: String,
+    pub vectors: usize,
+}
+
+/// The store's model and how many vectors it has (None: no model).
+pub async fn coverage(store: &Store) -> Option<Coverage> {
     let manifest = std::fs::read(store.model_dir().join("manifest.json"))
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-    let Some(name) = manifest
-        .as_ref()
-        .and_then(|m| m["name"].as_str().map(str::to_owned))
-    else {
-        return "embeddings: no model (full-text only; `pond model fetch` or `pond model import DIR`, then `pond embed`, enable vector search)".into();
-    };
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())?;
+    let model = manifest["name"].as_str()?.to_owned();
     // Vectors are keyed by the name and the weights' hash (`pond_embed::Manifest::
     // vector_key`); an asset from before weights were hashed keys them by name alone.
-    let key = match manifest.as_ref().and_then(|m| m["weights"].as_str()) {
-        Some(h) => format!("{name}@{}", &h[..h.len().min(12)]),
-        None => name.clone(),
+    let key = match manifest["weights"].as_str() {
+        Some(h) => format!("{model}@{}", &h[..h.len().min(12)]),
+        None => model.clone(),
     };
-    let have = counts(store)
+    let vectors = counts(store)
         .await
         .ok()
         .and_then(|c| c.into_iter().find(|(m, _)| *m == key).map(|(_, n)| n))
         .unwrap_or(0);
-    format!(
-        "embeddings: model {name}; {have} of {searchable} searchable messages have vectors{}",
-        if have < searchable {
-            " (`pond embed` adds the rest; a sync does it for what it adds)"
-        } else {
-            ""
-        }
-    )
+    Some(Coverage { model, vectors })
 }
 
 pub const VECTOR_INDEX: &str = "embeddings_vector_ivf_sq";

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use pond_embed::random_bert::{self, Shape};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::common::Env;
 
@@ -71,10 +71,16 @@ fn embed_backfills_resumably_and_vector_search_answers() {
     assert_eq!(r["embedded"], 0, "{r}");
     assert!(env.ok(&["model", "show"]).contains("11 vectors from tiny"));
     let status = env.json(&["status", "--json"]);
-    let e = status["embeddings"].as_str().unwrap();
-    assert!(
-        e.contains("model tiny; 11 of 11 searchable messages"),
+    let e = &status["embeddings"];
+    assert_eq!(
+        (&e["model"], &e["vectors"], &e["searchable"]),
+        (&json!("tiny"), &json!(11), &json!(11)),
         "{e}"
+    );
+    let text = env.ok(&["status"]);
+    assert!(
+        text.contains("model tiny; 11 of 11 searchable messages"),
+        "{text}"
     );
 
     let v = search(
@@ -115,7 +121,8 @@ fn embed_backfills_resumably_and_vector_search_answers() {
 fn import_refuses_what_it_cannot_serve() {
     let env = Env::new();
     let status = env.json(&["status", "--json"]);
-    assert!(status["embeddings"].as_str().unwrap().contains("no model"));
+    assert!(status["embeddings"]["model"].is_null(), "{status}");
+    assert!(env.ok(&["status"]).contains("embeddings: no model"));
     let missing = env.fails(&["model", "import", "/nonexistent/model"]);
     assert!(missing.contains("config.json"), "{missing}");
     let err = env.fails(&["model", "show"]);

@@ -9,30 +9,18 @@ use pond_embed::{EmbedError, Embedder, TextKind};
 
 use pond_protocol::footprint;
 use pond_protocol::job::{
-    BackfillReport, BackfillRequest, EmbedJob, EmbedProgress, RebuildReport, SqlFormat, SqlJob,
-    SqlOutput, Vectors, EMBED_MAX_TEXTS, EMBED_TEXT_BYTES,
+    BackfillReport, BackfillRequest, EmbedJob, EmbedProgress, RebuildReport, SqlJob, SqlOutput,
+    Vectors, EMBED_MAX_TEXTS, EMBED_TEXT_BYTES,
 };
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
 use pond_store::sql::{self, SqlLimits};
-use pond_store::{indexes, schema, vectors, Store, StoreError};
+use pond_store::{indexes, schema, vectors, Store};
 
 use crate::sync::SyncError;
 
-/// The error a caller sees for a store failure, classified so it can act on it.
-pub fn store_error(e: StoreError) -> JobError {
-    let kind = match &e {
-        StoreError::NotFound(_) => ErrorKind::NotFound,
-        StoreError::InvalidQuery(_) => ErrorKind::Invalid,
-        StoreError::Timeout(_) => ErrorKind::Timeout,
-        StoreError::Locked(_) => ErrorKind::Locked,
-        _ => ErrorKind::Internal,
-    };
-    JobError::new(kind, e.to_string())
-}
-
 fn sync_error(e: SyncError) -> JobError {
     match e {
-        SyncError::Store(e) => store_error(e),
+        SyncError::Store(e) => e.into(),
         SyncError::UnknownAgent(_) => JobError::new(ErrorKind::Invalid, e.to_string()),
         SyncError::Reader(_) => JobError::new(ErrorKind::Internal, e.to_string()),
     }
@@ -109,12 +97,12 @@ impl Jobs {
         progress: &mut (dyn FnMut(Progress) + Send),
     ) -> Result<BackfillReport, JobError> {
         let started = Instant::now();
-        let _lock = self.store.embed_lock().map_err(store_error)?;
+        let _lock = self.store.embed_lock().map_err(JobError::from)?;
         let e = self.embedder()?;
         let (model, dims) = (e.manifest().vector_key(), e.manifest().dims);
         let mut embed = |texts: &[&str]| {
             e.embed(texts, TextKind::Passage)
-                .map_err(|err| StoreError::InvalidQuery(format!("embedding failed: {err}")))
+                .map_err(|err| pond_store::StoreError::Failed(format!("embedding failed: {err}")))
         };
         let mut each = |done, total| progress(Progress::Embed(EmbedProgress { done, total }));
         let stats = vectors::backfill(
@@ -127,11 +115,11 @@ impl Jobs {
             &mut each,
         )
         .await
-        .map_err(store_error)?;
+        .map_err(JobError::from)?;
         progress(Progress::Step("vector index".into()));
         let index = vectors::ensure_index(&self.store, vector_index_min_rows(), false)
             .await
-            .map_err(store_error)?;
+            .map_err(JobError::from)?;
         Ok(BackfillReport {
             model,
             embedded: stats.embedded,
@@ -162,7 +150,8 @@ fn env_usize(name: &str, default: usize) -> usize {
 
 fn embed_error(e: EmbedError) -> JobError {
     let kind = match e {
-        EmbedError::Invalid(_) => ErrorKind::NotFound,
+        // The store's model asset is missing or unusable: the user must import one.
+        EmbedError::Invalid(_) => ErrorKind::Unavailable,
         _ => ErrorKind::Internal,
     };
     JobError::new(kind, e.to_string())
@@ -193,7 +182,7 @@ async fn execute(
             let started = Instant::now();
             let (lock, repaired) = crate::sync::repair_store(store).await.map_err(sync_error)?;
             // Vectors of rows that are gone (a backfill during a sync that was killed).
-            let pruned = vectors::prune(store).await.map_err(store_error)?;
+            let pruned = vectors::prune(store).await.map_err(JobError::from)?;
             if pruned > 0 {
                 tracing::warn!(pruned, "removed vectors whose messages are gone");
             }
@@ -203,12 +192,12 @@ async fn execute(
             let mut steps =
                 indexes::rebuild(store, &lock, req.fts || all, req.scalar || all, &mut step)
                     .await
-                    .map_err(store_error)?;
+                    .map_err(JobError::from)?;
             let mut rowmap_bytes = 0;
             if req.rowmap || all {
                 step("row map (messages.rmm)");
                 let t = Instant::now();
-                let stats = store.build_rowmap(&lock).await.map_err(store_error)?;
+                let stats = store.build_rowmap(&lock).await.map_err(JobError::from)?;
                 rowmap_bytes = stats.file_bytes;
                 steps.push((
                     format!("row map: {} rows, {} sessions", stats.rows, stats.sessions),
@@ -226,7 +215,7 @@ async fn execute(
                 let t = Instant::now();
                 let done = vectors::ensure_index(store, vector_index_min_rows(), true)
                     .await
-                    .map_err(store_error)?;
+                    .map_err(JobError::from)?;
                 steps.push((
                     format!("vector index: {}", format!("{done:?}").to_lowercase()),
                     t.elapsed().as_millis() as u64,
@@ -262,13 +251,8 @@ async fn run_sql(store: &Store, q: &SqlJob) -> Result<SqlOutput, JobError> {
     };
     let result = sql::run_sql(store, &q.query, limits)
         .await
-        .map_err(store_error)?;
-    let format = match q.format {
-        SqlFormat::Table => sql::SqlFormat::Table,
-        SqlFormat::Json => sql::SqlFormat::Json,
-        SqlFormat::Csv => sql::SqlFormat::Csv,
-    };
-    let text = sql::render(&result, format).map_err(store_error)?;
+        .map_err(JobError::from)?;
+    let text = sql::render(&result, q.format).map_err(JobError::from)?;
     Ok(SqlOutput {
         text,
         footer: result.footer(),

@@ -16,7 +16,8 @@ pub use snippet::{fold_accents, snippet};
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use pond_protocol::Choice;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::hydrate::{self, HitRow, RowMeta};
@@ -33,16 +34,26 @@ pub const MAX_QUERY_BYTES: usize = 8 * 1024;
 /// Hits fetched beyond a ranked pool, for a deterministic cut among equal scores.
 const TIE_MARGIN: usize = 32;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+/// How hits are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SortBy {
     #[default]
     Relevance,
+    /// Newest first among the matches.
     Recency,
 }
 
+impl Choice for SortBy {
+    const NAMES: &'static [(&'static str, SortBy)] = &[
+        ("relevance", SortBy::Relevance),
+        ("recency", SortBy::Recency),
+    ];
+    const SCHEMA_NAME: &'static str = "Sort";
+}
+
 /// How hits are ranked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
     /// BM25 over the search text.
@@ -52,6 +63,22 @@ pub enum SearchMode {
     Vector,
     /// Both, fused ([`HYBRID_FUSION`]).
     Hybrid,
+}
+
+impl Choice for SearchMode {
+    const NAMES: &'static [(&'static str, SearchMode)] = &[
+        ("fts", SearchMode::Fts),
+        ("vector", SearchMode::Vector),
+        ("hybrid", SearchMode::Hybrid),
+    ];
+    const SCHEMA_NAME: &'static str = "Mode";
+}
+
+impl SearchMode {
+    /// Whether the query must be embedded first.
+    pub fn needs_vector(self) -> bool {
+        self != SearchMode::Fts
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -110,11 +137,9 @@ pub async fn search(
         .await
 }
 
-async fn search_once(
-    store: &Store,
-    req: &SearchRequest,
-    vector: Option<&QueryVector>,
-) -> Result<SearchResults> {
+/// Refuse a request search cannot answer (an empty or oversized query, a limit out of
+/// range) before any work: before its query is embedded, too.
+pub fn check(req: &SearchRequest) -> Result<()> {
     let query = req.query.trim();
     if query.is_empty() {
         return Err(StoreError::InvalidQuery(
@@ -132,6 +157,16 @@ async fn search_once(
             "limit must be between 1 and {MAX_LIMIT}"
         )));
     }
+    Ok(())
+}
+
+async fn search_once(
+    store: &Store,
+    req: &SearchRequest,
+    vector: Option<&QueryVector>,
+) -> Result<SearchResults> {
+    check(req)?;
+    let query = req.query.trim();
     let ds = store.messages().await?;
     // Recency re-sorts a larger pool of the best matches by time.
     let pool = match req.sort {

@@ -5,10 +5,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use pond_protocol::job::EmbedJob;
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress, Request};
-use pond_store::search::QueryVector;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::workers::{JobOptions, WorkerStatus, Workers};
 
@@ -31,6 +30,11 @@ pub enum Runner {
 
 impl Runner {
     pub async fn run(&self, job: Job, opts: JobOptions) -> Result<Output, JobError> {
+        let span = tracing::debug_span!("job", kind = %job.kind());
+        self.run_job(job, opts).instrument(span).await
+    }
+
+    async fn run_job(&self, job: Job, opts: JobOptions) -> Result<Output, JobError> {
         match self {
             Runner::Workers(w) => w.run(job, opts).await,
             Runner::InProcess(local) => {
@@ -59,49 +63,6 @@ impl Runner {
                 format!("a worker answered {other:?}, not what its job asks for (a pond bug)"),
             )
         })
-    }
-
-    /// The embedding of a search query, from the embed worker (which loads the store's
-    /// model on first use and exits when idle).
-    pub async fn embed_query(&self, query: &str) -> Result<QueryVector, JobError> {
-        // The same limit search applies, before the text crosses IPC.
-        if query.len() > pond_store::search::MAX_QUERY_BYTES {
-            return Err(JobError::new(
-                ErrorKind::Invalid,
-                format!(
-                    "the query is {} bytes, over the {}-byte limit: search with the words that matter",
-                    query.len(),
-                    pond_store::search::MAX_QUERY_BYTES
-                ),
-            ));
-        }
-        let job = EmbedJob {
-            texts: vec![query.to_owned()],
-            query: true,
-        };
-        let opts = JobOptions {
-            deadline: Some(std::time::Duration::from_secs(120)),
-            progress: None,
-            ..JobOptions::default()
-        };
-        let mut v = self.call(job, opts).await?;
-        match v.vectors.pop() {
-            Some(vector) if v.vectors.is_empty() => Ok(QueryVector {
-                model: v.model,
-                vector,
-            }),
-            _ => Err(JobError::new(
-                ErrorKind::Internal,
-                "the embed worker did not return one vector for the query (a pond bug)",
-            )),
-        }
-    }
-
-    pub fn mode(&self) -> &'static str {
-        match self {
-            Runner::Workers(_) => "worker processes",
-            Runner::InProcess(_) => "in-process (single-process baseline)",
-        }
     }
 
     pub fn workers(&self) -> Vec<WorkerStatus> {

@@ -1,0 +1,329 @@
+//! The MCP server (`pond mcp`): four tools and two resources over stdio, an adapter over
+//! the front's operations ([`Front`]): read a call's arguments ([`args`]), call one
+//! operation, render its answer ([`crate::render`]).
+//!
+//! Every caller mistake (bad or unknown arguments, a non-SELECT query, an unknown id, even
+//! an unknown tool) comes back as a tool error whose text says what to do, never as a
+//! protocol error: hosts treat those as a broken server. An error that is not the caller's
+//! says so. Every answer is bounded text ending in a totals line.
+
+use std::time::Duration;
+
+use pond_protocol::job::SqlJob;
+use pond_protocol::ErrorKind;
+use pond_store::get::{self, PageRequest};
+use pond_store::search::{self, SearchFilters, SearchRequest};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+
+use crate::background::AutoSync;
+use crate::ops::{Error, Front};
+use crate::render;
+
+pub mod args;
+pub mod schema;
+
+use args::{GetMessageArgs, GetSessionArgs, SearchArgs, SqlArgs, TOOLS};
+
+/// Hard cap on one tool answer, whatever produced it.
+pub const MAX_ANSWER_BYTES: usize = 100 * 1024;
+const SEARCH_MAX_LIMIT: u64 = 50;
+const SESSION_MAX_LIMIT: u64 = 200;
+const SQL_MAX_ROWS: u64 = 1000;
+const SQL_MAX_TIMEOUT_S: u64 = 300;
+const CONTEXT_MAX: u64 = 20;
+
+const SCHEMA_URI: &str = "pond://schema";
+const STATUS_URI: &str = "pond://status";
+
+const INSTRUCTIONS: &str = "pond is an archive of past AI coding-agent sessions (Claude Code and Codex): every user and assistant message, tool call and result, by project and time. Use it to recall how something was done before, find a past decision or error, or reread a session.
+- Start with pond_search (full-text: words, stemmed, case- and accent-insensitive). Filter by project (a substring of the working directory), role, source_agent, or dates. Hits come grouped by session, each with a message id.
+- pond_get_message shows one hit in full with its neighbours; pond_get_session reads a whole session page by page (from start or end, after/before a message id).
+- pond_sql answers counting and listing questions (how many sessions per project, which tools failed most) with one read-only SELECT; read the pond://schema resource first.
+- Answers are bounded; when there is more, the last line says how to get it.";
+
+/// The front's MCP server.
+#[derive(Clone)]
+pub struct PondServer {
+    front: Front,
+}
+
+/// A tool's answer: text for the caller, or a mistake (or failure) explained.
+type Answer = Result<String, String>;
+
+/// How to act on a tool's errors, by who must act.
+struct Hints {
+    /// The caller's mistake: how to fix the request.
+    mistake: &'static str,
+    /// A limit stopped it: how to ask for less.
+    limit: &'static str,
+    /// Something is not set up: what the user must do.
+    unavailable: &'static str,
+}
+
+/// An operation's error as a tool answers it: the message, and what to do about it.
+fn explain(e: Error, hints: &Hints) -> String {
+    let hint = match e.kind {
+        k if k.is_mistake() => hints.mistake,
+        k if k.is_limit() => hints.limit,
+        ErrorKind::Unavailable => hints.unavailable,
+        _ => return internal(e.message),
+    };
+    if hint.is_empty() {
+        e.message
+    } else {
+        format!("{}. {hint}", e.message)
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> String {
+    format!("pond could not answer: {e}. This is not a mistake in the request; retry, and if it persists run `pond status`.")
+}
+
+// The store's own messages for a bad filter or query already name what to use.
+const SEARCH_HINTS: Hints = Hints {
+    mistake: "",
+    limit: "Narrow the search (project, session_id, dates) or lower the limit.",
+    unavailable: "Vector and hybrid search need the store's embedding model (`pond model fetch` or `pond model import DIR`, then `pond embed`); use mode \"fts\" (the default) meanwhile.",
+};
+
+const GET_HINTS: Hints = Hints {
+    mistake: "",
+    limit: "Ask for fewer messages (limit, context_before, context_after).",
+    unavailable: "",
+};
+
+const SQL_HINTS: Hints = Hints {
+    mistake: "Only one read-only SELECT/WITH is allowed; tables and columns are in the pond://schema resource.",
+    limit: "Narrow the query (WHERE on session_id, project or timestamp; LIMIT; fewer columns), or raise timeout_seconds.",
+    unavailable: "",
+};
+
+fn clamp(v: Option<u64>, default: u64, min: u64, max: u64) -> u64 {
+    v.unwrap_or(default).clamp(min, max)
+}
+
+impl PondServer {
+    async fn search(&self, args: SearchArgs) -> Answer {
+        let date = |d: &Option<String>, name: &str| {
+            d.as_deref()
+                .map(search::parse_date)
+                .transpose()
+                .map_err(|e| {
+                    format!("{e}. {name} takes YYYY-MM-DD or an RFC 3339 time, e.g. 2026-03-01")
+                })
+        };
+        let req = SearchRequest {
+            query: args.query,
+            filters: SearchFilters {
+                project: args.project,
+                session_id: args.session_id,
+                source_agent: args.source_agent,
+                role: args.role,
+                from: date(&args.from_date, "from_date")?,
+                to: date(&args.to_date, "to_date")?,
+            },
+            sort: args.sort_by.unwrap_or_default(),
+            limit: clamp(args.limit, 10, 1, SEARCH_MAX_LIMIT) as usize,
+            mode: args.mode.unwrap_or_default(),
+        };
+        match self.front.search(&req).await {
+            Ok(results) => Ok(render::search(&results)),
+            Err(e) => Err(explain(e, &SEARCH_HINTS)),
+        }
+    }
+
+    async fn get_session(&self, args: GetSessionArgs) -> Answer {
+        let req = PageRequest {
+            from: args.from.unwrap_or_default(),
+            limit: clamp(args.limit, 50, 1, SESSION_MAX_LIMIT) as usize,
+            after: args.after,
+            before: args.before,
+            max_bytes: get::DEFAULT_PAGE_BYTES,
+            include_replayed: args.include_replayed.unwrap_or(false),
+        };
+        match self.front.get_session(&args.id, &req).await {
+            Ok(page) => Ok(render::session_page(&page)),
+            Err(e) => Err(explain(e, &GET_HINTS)),
+        }
+    }
+
+    async fn get_message(&self, args: GetMessageArgs) -> Answer {
+        let before = clamp(args.context_before, 2, 0, CONTEXT_MAX) as usize;
+        let after = clamp(args.context_after, 2, 0, CONTEXT_MAX) as usize;
+        match self.front.get_message(&args.id, before, after).await {
+            Ok(c) => Ok(render::message_context(&c)),
+            Err(e) => Err(explain(e, &GET_HINTS)),
+        }
+    }
+
+    async fn sql(&self, args: SqlArgs) -> Answer {
+        let timeout_s = clamp(args.timeout_seconds, 30, 1, SQL_MAX_TIMEOUT_S);
+        let job = SqlJob {
+            query: args.query,
+            format: args.format.unwrap_or_default(),
+            max_rows: clamp(args.max_rows, 200, 1, SQL_MAX_ROWS),
+            max_bytes: (MAX_ANSWER_BYTES / 2) as u64,
+            timeout_ms: timeout_s * 1000,
+        };
+        match self.front.sql(job, Duration::from_secs(timeout_s)).await {
+            Ok(out) => Ok(format!("{}\n{}\n", out.text.trim_end(), out.footer)),
+            Err(e) => Err(explain(e, &SQL_HINTS)),
+        }
+    }
+
+    async fn call(&self, name: &str, call_args: Option<JsonObject>) -> Answer {
+        match name {
+            "pond_search" => self.search(args::parse(name, call_args)?).await,
+            "pond_get_session" => self.get_session(args::parse(name, call_args)?).await,
+            "pond_get_message" => self.get_message(args::parse(name, call_args)?).await,
+            "pond_sql" => self.sql(args::parse(name, call_args)?).await,
+            other => Err(format!(
+                "there is no tool {other:?}; pond's tools are {}",
+                TOOLS.map(|t| t.name).join(", ")
+            )),
+        }
+    }
+
+    /// The status resource: store counts, index state, this process and its workers.
+    pub async fn status_text(&self) -> String {
+        render::status::resource(&self.front.status(true).await)
+    }
+}
+
+impl ServerHandler for PondServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("pond", env!("CARGO_PKG_VERSION"))
+                .with_title("pond: archive and search of past agent sessions"),
+        )
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(args::tool_list()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        args::tool_list().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        // A panic in a handler (a bug) is this call's tool error, not a dead session; the
+        // panic hook logs where it happened, never the message (it may quote archived text).
+        let call = std::panic::AssertUnwindSafe(self.call(&request.name, request.arguments));
+        let answer = futures::FutureExt::catch_unwind(call)
+            .await
+            .unwrap_or_else(|_| Err(internal("an internal error (a bug, logged by pond)")));
+        let result = match answer {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(render::bounded(
+                text,
+                MAX_ANSWER_BYTES,
+            ))]),
+            Err(mistake) => CallToolResult::error(vec![ContentBlock::text(render::bounded(
+                mistake,
+                MAX_ANSWER_BYTES,
+            ))]),
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(SCHEMA_URI, "schema")
+                .with_title("SQL schema and examples")
+                .with_description("Tables, columns and worked examples for pond_sql.")
+                .with_mime_type("text/markdown"),
+            Resource::new(STATUS_URI, "status")
+                .with_title("Store and process status")
+                .with_description(
+                    "Store counts, index state, the front's memory footprint and its live workers.",
+                )
+                .with_mime_type("text/plain"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let (text, mime) = match request.uri.as_str() {
+            SCHEMA_URI => (schema::schema_text(), "text/markdown"),
+            STATUS_URI => (self.status_text().await, "text/plain"),
+            other => {
+                return Err(McpError::resource_not_found(
+                    format!("no resource {other:?}; pond has {SCHEMA_URI} and {STATUS_URI}"),
+                    None,
+                ))
+            }
+        };
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(text, request.uri.clone()).with_mime_type(mime)
+        ])
+        .into())
+    }
+}
+
+/// Serve MCP over stdio until stdin closes or SIGTERM/SIGINT arrives, then stop and reap
+/// every worker. Returns once nothing of this server is left running but the process.
+pub async fn serve_stdio(front: Front, auto_sync: Option<AutoSync>) -> Result<(), String> {
+    use rmcp::ServiceExt;
+    use tokio::signal::unix::{signal, SignalKind};
+
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let runner = front.runner().clone();
+    if let Some(auto) = auto_sync {
+        tokio::spawn(front.clone().auto_sync(auto));
+    }
+    let server = PondServer { front };
+    let served = tokio::select! {
+        s = server.serve(rmcp::transport::stdio_pipes()) => s,
+        _ = term.recv() => { runner.shutdown().await; return Ok(()) }
+        _ = int.recv() => { runner.shutdown().await; return Ok(()) }
+    };
+    let running = match served {
+        Ok(r) => r,
+        Err(e) => {
+            runner.shutdown().await;
+            // Stdin closed before the client said hello: nothing to serve.
+            tracing::info!("MCP session did not start: {e}");
+            return Ok(());
+        }
+    };
+    let stop = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        r = &mut waiting => { tracing::info!("MCP session ended: {r:?}"); }
+        _ = term.recv() => stop.cancel(),
+        _ = int.recv() => stop.cancel(),
+    }
+    runner.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,250 @@
+//! What pond can do, defined once: [`Front`] owns the store and the runner and offers each
+//! operation typed (a request in, data or an [`Error`] out). The CLI and the MCP server are
+//! adapters over it: they parse, call one operation, and render the result ([`crate::render`]).
+//!
+//! Reads (search, get) run here on the front's capped Lance caches; everything heavy (the
+//! query's embedding, SQL, sync, rebuild, backfill) goes to a worker through the [`Runner`].
+//! Every operation runs in a span named for it and logs its duration and size at debug
+//! level (`-vv`), or its error kind at info level (`-v`).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pond_protocol::job::{
+    BackfillReport, BackfillRequest, EmbedJob, RebuildReport, RebuildRequest, SqlJob, SqlOutput,
+};
+use pond_protocol::sync::{SyncReport, SyncRequest};
+use pond_protocol::{ErrorKind, JobError, Progress};
+use pond_store::get::{self, MessageContext, PageRequest, SessionPage};
+use pond_store::search::{self, QueryVector, SearchRequest, SearchResults};
+use pond_store::Store;
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::Instrument;
+
+use crate::runner::Runner;
+use crate::status::{self, BackgroundSync, Status};
+use crate::workers::{sync_stall, JobOptions};
+
+/// An operation's failure, classified by who must act ([`ErrorKind::is_mistake`]: the
+/// caller; [`ErrorKind::Unavailable`]: the user; [`ErrorKind::is_limit`]: ask for less;
+/// the rest: pond).
+pub type Error = JobError;
+
+/// Where an operation's progress goes (a CLI's progress bar), if anywhere.
+pub type ProgressSink = Option<UnboundedSender<Progress>>;
+
+/// When a sync embeds what it added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedAfter {
+    Never,
+    /// If the sync added messages (a background sync: no embed worker for nothing).
+    Added,
+    /// Every time: a backfill interrupted earlier goes on (`pond sync`).
+    Always,
+}
+
+/// A sync's report, and what the embedding after it did (if it ran).
+#[derive(Debug, Clone)]
+pub struct Synced {
+    pub report: SyncReport,
+    pub embedded: Option<Result<BackfillReport, Error>>,
+}
+
+/// The front: the store, where jobs run, and what the background sync last did.
+#[derive(Clone)]
+pub struct Front {
+    store: Arc<Store>,
+    runner: Runner,
+    started: Instant,
+    pub(crate) background: Arc<Mutex<Option<BackgroundSync>>>,
+}
+
+/// Run `fut` as the operation `name`: in its span, logging how long it took and `size` of
+/// what it returned, or the kind of its error.
+async fn op<T>(
+    name: &'static str,
+    size: fn(&T) -> usize,
+    fut: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let started = Instant::now();
+    let out = fut.instrument(tracing::info_span!("op", name)).await;
+    let ms = started.elapsed().as_millis() as u64;
+    match &out {
+        Ok(v) => tracing::debug!(op = name, ms, size = size(v), "done"),
+        Err(e) => tracing::info!(op = name, ms, kind = ?e.kind, "failed: {}", e.message),
+    }
+    out
+}
+
+impl Front {
+    pub fn new(store: Arc<Store>, runner: Runner) -> Front {
+        Front {
+            store,
+            runner,
+            started: Instant::now(),
+            background: Arc::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    /// The store's state; with `process`, this front's process and workers too.
+    pub async fn status(&self, process: bool) -> Status {
+        let background = self.background.lock().expect("background note").clone();
+        status::gather(&self.store, &self.runner, self.started, background, process).await
+    }
+
+    /// Stop and reap every worker this front started.
+    pub async fn shutdown(&self) {
+        self.runner.shutdown().await;
+    }
+
+    /// Search: full-text here; vector and hybrid embed the query in the embed worker first.
+    pub async fn search(&self, req: &SearchRequest) -> Result<SearchResults, Error> {
+        op("search", |r: &SearchResults| r.hits, async {
+            search::check(req)?;
+            let vector = if req.mode.needs_vector() {
+                Some(self.embed_query(&req.query).await?)
+            } else {
+                None
+            };
+            Ok(search::search(&self.store, req, vector.as_ref()).await?)
+        })
+        .await
+    }
+
+    /// The embedding of a search query, from the embed worker (which loads the store's
+    /// model on first use and exits when idle).
+    async fn embed_query(&self, query: &str) -> Result<QueryVector, Error> {
+        let job = EmbedJob {
+            texts: vec![query.to_owned()],
+            query: true,
+        };
+        let opts = JobOptions {
+            deadline: Some(Duration::from_secs(120)),
+            ..JobOptions::default()
+        };
+        let mut v = self.runner.call(job, opts).await?;
+        match v.vectors.pop() {
+            Some(vector) if v.vectors.is_empty() => Ok(QueryVector {
+                model: v.model,
+                vector,
+            }),
+            _ => Err(Error::new(
+                ErrorKind::Internal,
+                "the embed worker did not return one vector for the query (a pond bug)",
+            )),
+        }
+    }
+
+    /// One page of a session.
+    pub async fn get_session(&self, id: &str, req: &PageRequest) -> Result<SessionPage, Error> {
+        op("get_session", |p: &SessionPage| p.messages.len(), async {
+            Ok(get::get_session(&self.store, id, req).await?)
+        })
+        .await
+    }
+
+    /// One message with `before` and `after` neighbours.
+    pub async fn get_message(
+        &self,
+        id: &str,
+        before: usize,
+        after: usize,
+    ) -> Result<MessageContext, Error> {
+        op(
+            "get_message",
+            |c: &MessageContext| c.message.parts.len(),
+            async { Ok(get::get_message(&self.store, id, before, after).await?) },
+        )
+        .await
+    }
+
+    /// One read-only query in the sql worker, killed at `deadline` (its own timeout comes
+    /// first: the deadline is for a query that does not yield).
+    pub async fn sql(&self, job: SqlJob, deadline: Duration) -> Result<SqlOutput, Error> {
+        let opts = JobOptions {
+            deadline: Some(deadline),
+            ..JobOptions::default()
+        };
+        op(
+            "sql",
+            |o: &SqlOutput| o.rows as usize,
+            self.runner.call(job, opts),
+        )
+        .await
+    }
+
+    /// Sync in the sync worker (killed if it stalls), then embed what it added if asked and
+    /// the store has a model.
+    pub async fn sync(
+        &self,
+        req: SyncRequest,
+        embed: EmbedAfter,
+        progress: ProgressSink,
+    ) -> Result<Synced, Error> {
+        let opts = JobOptions {
+            stall: Some(sync_stall()),
+            progress: progress.clone(),
+            ..JobOptions::default()
+        };
+        let report = op("sync", |r: &SyncReport| r.messages_added as usize, async {
+            Ok(*self.runner.call(req, opts).await?)
+        })
+        .await?;
+        let wanted = match embed {
+            EmbedAfter::Never => false,
+            EmbedAfter::Added => report.messages_added > 0,
+            EmbedAfter::Always => true,
+        };
+        let embedded = if wanted && self.store.has_model() {
+            Some(self.backfill(0, progress).await)
+        } else {
+            None
+        };
+        Ok(Synced { report, embedded })
+    }
+
+    /// Embed up to `limit` messages without vectors (0: all) in the embed worker.
+    pub async fn backfill(
+        &self,
+        limit: u64,
+        progress: ProgressSink,
+    ) -> Result<BackfillReport, Error> {
+        let opts = JobOptions {
+            progress,
+            ..JobOptions::default()
+        };
+        op(
+            "backfill",
+            |r: &BackfillReport| r.embedded as usize,
+            self.runner.call(BackfillRequest { limit }, opts),
+        )
+        .await
+    }
+
+    /// Rebuild the indexes `req` names in the index worker.
+    pub async fn rebuild(
+        &self,
+        req: RebuildRequest,
+        progress: ProgressSink,
+    ) -> Result<RebuildReport, Error> {
+        let opts = JobOptions {
+            progress,
+            ..JobOptions::default()
+        };
+        op(
+            "rebuild",
+            |r: &RebuildReport| r.rows as usize,
+            self.runner.call(req, opts),
+        )
+        .await
+    }
+}

@@ -1,0 +1,255 @@
+//! Renderings of the reports of jobs that change the store: sync, rebuild, embed, model.
+
+use std::fmt::Write;
+
+use pond_embed::Manifest;
+use pond_protocol::job::{BackfillReport, RebuildReport};
+use pond_protocol::sync::SyncReport;
+use pond_store::StoreCounts;
+
+use crate::ops::Synced;
+use crate::status::LastSync;
+
+pub fn sync_report(r: &SyncReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "files: {} seen, {} new, {} grown, {} rewritten, {} unchanged, {} unreadable",
+        r.files_seen,
+        r.files_new,
+        r.files_appended,
+        r.files_rewritten,
+        r.files_unchanged,
+        r.files_failed
+    );
+    let _ = writeln!(
+        out,
+        "read: {} lines, {:.1} MiB",
+        r.lines_read,
+        r.bytes_read as f64 / (1 << 20) as f64
+    );
+    let _ = writeln!(
+        out,
+        "added: {} sessions touched, {} messages, {} parts, {} records ({} duplicate messages, {} duplicate lines not stored again)",
+        r.sessions_touched, r.messages_added, r.parts_added, r.records_added, r.duplicate_messages, r.duplicate_records
+    );
+    if r.skipped > 0 {
+        skipped(&mut out, r, "", r.skip_examples.len());
+        if r.skip_examples.len() < r.skipped as usize {
+            let _ = writeln!(
+                out,
+                "  … {} more (pond sync --json lists the first {})",
+                r.skipped as usize - r.skip_examples.len(),
+                r.skip_examples.len()
+            );
+        }
+    }
+    if r.replayed_messages > 0 {
+        let _ = writeln!(
+            out,
+            "replayed: {} message lines copy messages another session holds (kept in their sessions, searched once){}",
+            r.replayed_messages,
+            if r.demoted_messages > 0 {
+                format!("; {} earlier copies gave way to their originals", r.demoted_messages)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if r.rederived {
+        let _ = writeln!(
+            out,
+            "upgraded: sessions, messages and parts re-derived from the stored lines of {} files{}",
+            r.rederived_files,
+            if r.paths_repaired > 0 {
+                format!(
+                    " after merging {} second spellings of file paths",
+                    r.paths_repaired
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    if r.recovered_interrupted_sync {
+        let _ = writeln!(
+            out,
+            "recovered: an interrupted sync was rolled back and redone"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "index: {} created, {}; {} rows not yet indexed; {:.2} s",
+        r.indexes_created,
+        if r.indexes_updated {
+            "updated"
+        } else {
+            "unchanged"
+        },
+        r.unindexed_rows,
+        r.elapsed_ms as f64 / 1000.0
+    );
+    if r.rowmap_rows > 0 {
+        let _ = writeln!(
+            out,
+            "row map: rebuilt, {} rows in {:.2} s",
+            r.rowmap_rows,
+            r.rowmap_ms as f64 / 1000.0
+        );
+    }
+    out
+}
+
+/// The lines a sync skipped, by reason, and the first `examples` in full.
+fn skipped(out: &mut String, r: &SyncReport, indent: &str, examples: usize) {
+    let kinds: Vec<String> = r
+        .skipped_by_reason
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{indent}skipped: {} lines ({})",
+        r.skipped,
+        kinds.join(", ")
+    );
+    for s in r.skip_examples.iter().take(examples) {
+        let _ = writeln!(out, "{indent}  {}:{}: {}", s.path, s.line, s.reason);
+    }
+}
+
+/// The last sync's outcome as status shows it: when, what
+/// it added, what it skipped and why, what it repaired, what it set aside.
+pub fn last_sync(saved: &LastSync) -> String {
+    let mut out = String::new();
+    let r = &saved.report;
+    let _ = writeln!(
+        out,
+        "last sync: {}: {} files seen, {} messages added",
+        saved.finished_at, r.files_seen, r.messages_added
+    );
+    if r.skipped > 0 {
+        skipped(&mut out, r, "  ", 5);
+    }
+    if r.rederived {
+        let _ = writeln!(
+            out,
+            "  upgraded: sessions, messages and parts re-derived from the stored lines of {} files ({} second spellings of file paths merged)",
+            r.rederived_files, r.paths_repaired
+        );
+    }
+    if r.recovered_interrupted_sync {
+        let _ = writeln!(
+            out,
+            "  recovered: an interrupted sync was rolled back first"
+        );
+    }
+    if r.demoted_messages > 0 {
+        let _ = writeln!(
+            out,
+            "  {} stored messages were found to be copies of originals read later",
+            r.demoted_messages
+        );
+    }
+    for path in &r.set_aside {
+        let _ = writeln!(
+            out,
+            "  set aside (the sync worker died reading it; read again once it changes): {path}"
+        );
+    }
+    out
+}
+
+pub fn counts(c: &StoreCounts) -> String {
+    format!(
+        "sessions {}, messages {} ({} searchable, {} replayed copies), parts {}, records {}, files {}",
+        c.sessions, c.messages, c.searchable_messages, c.replayed_messages, c.parts, c.records, c.files
+    )
+}
+
+/// A sync as `pond sync` prints it: the report, what the embedding after it did, and the
+/// store it went into.
+pub fn synced(s: &Synced, store: &std::path::Path, counts: &StoreCounts) -> String {
+    let mut out = sync_report(&s.report);
+    if let Some(Ok(e)) = &s.embedded {
+        let _ = writeln!(out, "{}", embedded(e));
+    }
+    let _ = writeln!(out, "store: {} ({})", store.display(), self::counts(counts));
+    out
+}
+
+/// A sync as `pond sync --json` prints it: the report with the peak RSS under its old name,
+/// the store, and the embedding report if one ran.
+pub fn synced_json(s: &Synced, store: &std::path::Path) -> serde_json::Value {
+    let mut v = serde_json::to_value(&s.report).expect("a report is JSON");
+    v["peak_rss_kib"] = s.report.peak_kib.into();
+    v["store"] = serde_json::json!(store);
+    if let Some(Ok(e)) = &s.embedded {
+        v["embedding"] = serde_json::to_value(e).expect("a report is JSON");
+    }
+    v
+}
+
+pub fn embedded(r: &BackfillReport) -> String {
+    format!(
+        "embedded {} messages with {} in {:.1} s ({} had vectors, {} left); peak RSS of the embed worker {} MiB",
+        r.embedded,
+        r.model,
+        r.elapsed_ms as f64 / 1000.0,
+        r.already,
+        r.remaining,
+        r.peak_kib >> 10
+    )
+}
+
+pub fn rebuilt(r: &RebuildReport) -> String {
+    let mut out = String::new();
+    if r.rederived {
+        let _ = writeln!(
+            out,
+            "upgraded: sessions, messages and parts re-derived from the stored lines ({} second spellings of file paths merged)",
+            r.paths_repaired
+        );
+    }
+    for (step, ms) in &r.steps {
+        let _ = writeln!(out, "rebuilt {step} in {:.1} s", *ms as f64 / 1000.0);
+    }
+    if r.rowmap_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "row map: {:.1} MiB",
+            r.rowmap_bytes as f64 / (1 << 20) as f64
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{} messages, {} not yet indexed; {:.1} s, peak RSS of the process that rebuilt {} MiB",
+        r.rows,
+        r.unindexed_rows,
+        r.elapsed_ms as f64 / 1000.0,
+        r.peak_kib >> 10
+    );
+    out
+}
+
+/// `pond model show`: the manifest, and the vectors the store holds by model.
+pub fn model(m: &Manifest, vectors: &[(String, usize)]) -> String {
+    let mut out = serde_json::to_string_pretty(m).expect("a manifest is JSON");
+    out.push('\n');
+    for (model, n) in vectors {
+        let _ = writeln!(out, "{n} vectors from {model}");
+    }
+    out
+}
+
+/// `pond model import|fetch`: what was imported, and where.
+pub fn imported(m: &Manifest, dir: &std::path::Path) -> String {
+    format!(
+        "imported {} ({} dims, {} parameters, {} -> f16) into {}; `pond embed` embeds the archive\n",
+        m.name,
+        m.dims,
+        m.parameters,
+        m.source_dtype,
+        dir.display()
+    )
+}

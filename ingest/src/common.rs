@@ -1,0 +1,34 @@
+//! What both parsers keep for one pass over one file: its session row and clock.
+
+use crate::discover::SourceFile;
+use crate::model::SessionRow;
+
+/// Lines longer than this are skipped (with a reason), never buffered whole.
+pub const MAX_LINE_BYTES: usize = 32 << 20;
+
+/// A file's path as rows and skips record it.
+pub(crate) fn path_string(file: &SourceFile) -> String {
+    crate::paths::path_key(&file.path)
+}
+
+/// State shared by both parsers for one pass over one file.
+pub(crate) struct Common {
+    pub path: String,
+    pub session: SessionRow,
+    pub last_ts: Option<i64>,
+    pub fallback_ts: i64,
+}
+
+impl Common {
+    /// Note a record's timestamp; returns the timestamp to give a message on this line.
+    pub fn touch(&mut self, ts: Option<i64>) -> i64 {
+        if let Some(t) = ts {
+            self.last_ts = Some(t);
+            self.session.created_at = Some(self.session.created_at.map_or(t, |c| c.min(t)));
+            self.session.updated_at = Some(self.session.updated_at.map_or(t, |c| c.max(t)));
+        }
+        self.last_ts
+            .or(self.session.created_at)
+            .unwrap_or(self.fallback_ts)
+    }
+}

@@ -1,0 +1,37 @@
+//! Where the last read of a file stopped: what makes the next read incremental.
+
+use serde::{Deserialize, Serialize};
+
+/// Where the last read of a file stopped, and what it had learnt by then.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileCursor {
+    /// Bytes consumed: the next read starts here.
+    pub offset: u64,
+    /// Lines consumed.
+    pub line: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub head_len: u64,
+    pub head_hash: u64,
+    /// `claude-code` or `codex` once sniffed.
+    pub format: Option<String>,
+    pub session_id: Option<String>,
+    pub parent_id: Option<String>,
+    pub project: Option<String>,
+    pub last_ts: Option<i64>,
+    /// The last bytes consumed (up to `TAIL_BYTES`, ending at `offset`) and their hash:
+    /// with the head, what identifies the file next time (a rewrite in place that keeps the
+    /// head and does not shrink changes them).
+    #[serde(default)]
+    pub tail_len: u64,
+    #[serde(default)]
+    pub tail_hash: u64,
+    /// The last line consumed had no newline (it was whole JSON): the newline that
+    /// completes it later is not a line of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_line: bool,
+    /// The read stopped at its byte budget with lines left: the sync reads on from here
+    /// before it commits.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+}

@@ -1,0 +1,272 @@
+//! One pass of a format's parser over a file's lines: the parser decided by the caller's
+//! hint or by sniffing, the batch of rows it fills, and the same pass over lines a store
+//! already holds ([`LineParser`]).
+
+use serde_json::Value;
+
+use crate::claude::ClaudeParser;
+use crate::codex::CodexParser;
+use crate::common::{path_string, Common, MAX_LINE_BYTES};
+use crate::cursor::FileCursor;
+use crate::discover::{SourceFile, SourceKind};
+use crate::model::{FileBatch, PartRow, RecordRow, SessionRow, Skip};
+
+/// The per-format parser of a file, decided by the caller's hint or by sniffing.
+enum Parser {
+    Claude(ClaudeParser),
+    Codex(CodexParser),
+}
+
+pub(crate) struct Pass<'a> {
+    pub(crate) file: &'a SourceFile,
+    pub(crate) common: Common,
+    parser: Option<Parser>,
+    pub(crate) batch: FileBatch,
+    /// Lines stored as records in this pass (drained batches included).
+    pub(crate) records: u64,
+    /// Lines skipped in this pass, for the cap on the ones kept in full.
+    pub(crate) skip_examples: usize,
+}
+
+impl<'a> Pass<'a> {
+    pub(crate) fn new(file: &'a SourceFile, cursor: &FileCursor, fallback_ts: i64) -> Self {
+        let common = Common {
+            path: path_string(file),
+            session: SessionRow {
+                id: cursor.session_id.clone().unwrap_or_default(),
+                parent_id: cursor.parent_id.clone(),
+                project: cursor.project.clone(),
+                source_path: path_string(file),
+                ..SessionRow::default()
+            },
+            last_ts: cursor.last_ts,
+            fallback_ts,
+        };
+        let kind = match cursor.format.as_deref() {
+            Some(f) => SourceKind::parse(f),
+            None => file.kind,
+        };
+        let mut pass = Pass {
+            file,
+            common,
+            parser: None,
+            batch: FileBatch::default(),
+            records: 0,
+            skip_examples: 0,
+        };
+        if let Some(k) = kind {
+            pass.start_parser(k);
+        }
+        pass
+    }
+
+    pub(crate) fn start_parser(&mut self, kind: SourceKind) {
+        self.parser = Some(match kind {
+            SourceKind::ClaudeCode => {
+                Parser::Claude(ClaudeParser::new(self.file, &mut self.common))
+            }
+            SourceKind::Codex => Parser::Codex(CodexParser::new(self.file, &mut self.common)),
+        });
+    }
+
+    pub(crate) fn skip(&mut self, line: u64, reason: String) {
+        let skip = Skip {
+            path: self.common.path.clone(),
+            line,
+            reason,
+        };
+        self.batch.skip(skip, self.skip_examples);
+        self.skip_examples += 1;
+    }
+
+    pub(crate) fn line(&mut self, line_no: u64, offset: u64, bytes: &[u8], consumed: usize) {
+        if bytes.len() > MAX_LINE_BYTES {
+            return self.skip(
+                line_no,
+                format!("line too long: {consumed} bytes, over the {MAX_LINE_BYTES}-byte limit"),
+            );
+        }
+        let text = match std::str::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                return self.skip(
+                    line_no,
+                    format!("invalid UTF-8 (first bad byte at {})", e.valid_up_to()),
+                )
+            }
+        };
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if text.trim().is_empty() {
+            return self.skip(line_no, "empty line".into());
+        }
+        let (value, cut) = match crate::json::parse_line(text) {
+            Ok(v) => v,
+            Err(e) => return self.skip(line_no, format!("malformed JSON: {e}")),
+        };
+        let messages_before = self.batch.messages.len();
+        if !value.is_object() {
+            return self.skip(line_no, "not a JSON object".into());
+        }
+        if self.parser.is_none() {
+            if let Some(kind) = sniff(&value) {
+                self.start_parser(kind);
+            }
+        }
+        let record_type = match &mut self.parser {
+            Some(Parser::Claude(p)) => {
+                p.line(&mut self.common, line_no, &value, text, &mut self.batch)
+            }
+            Some(Parser::Codex(p)) => {
+                p.line(&mut self.common, line_no, &value, text, &mut self.batch)
+            }
+            None => value.get("type").and_then(Value::as_str).map(str::to_owned),
+        };
+        if cut && self.batch.messages.len() > messages_before {
+            self.note_cut(line_no);
+        }
+        let session_id =
+            (!self.common.session.id.is_empty()).then(|| self.common.session.id.clone());
+        self.records += 1;
+        self.batch.records.push(RecordRow {
+            source_path: self.common.path.clone(),
+            line: line_no,
+            byte_offset: offset,
+            session_id,
+            record_type,
+            raw: text.to_owned(),
+        });
+    }
+
+    /// The line's message had more blocks than were parsed: its last part says so (the
+    /// record holds the line whole).
+    pub(crate) fn note_cut(&mut self, line_no: u64) {
+        let m = self.batch.messages.last().expect("a message of this line");
+        let ordinal = self
+            .batch
+            .parts
+            .iter()
+            .rev()
+            .take_while(|p| p.message_id == m.id && p.source_line == line_no)
+            .count() as u32;
+        let note = PartRow {
+            session_id: m.session_id.clone(),
+            message_id: m.id.clone(),
+            source_line: line_no,
+            ordinal,
+            part_type: "truncated".into(),
+            tool_name: None,
+            call_id: None,
+            is_error: None,
+            text: Some(format!(
+                "[only the first {} items of each list in this line were read; the whole line is in records (source line {line_no})]",
+                crate::json::MAX_ITEMS
+            )),
+            body: None,
+        };
+        self.batch.parts.push(note);
+    }
+
+    /// Name the tool results whose call came later in the file (Claude Code sometimes
+    /// writes a result's line before its call's).
+    pub(crate) fn name_late_results(&mut self) {
+        let calls: std::collections::HashMap<&str, &str> = self
+            .batch
+            .parts
+            .iter()
+            .filter(|p| p.part_type == "tool_call")
+            .filter_map(|p| Some((p.call_id.as_deref()?, p.tool_name.as_deref()?)))
+            .collect();
+        let named: Vec<(usize, String)> = self
+            .batch
+            .parts
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.part_type == "tool_result" && p.tool_name.is_none())
+            .filter_map(|(i, p)| Some((i, calls.get(p.call_id.as_deref()?)?.to_string())))
+            .collect();
+        for (i, name) in named {
+            self.batch.parts[i].tool_name = Some(name);
+        }
+    }
+
+    pub(crate) fn finish(mut self, cursor: &mut FileCursor) -> FileBatch {
+        self.name_late_results();
+        cursor.format = match &self.parser {
+            Some(Parser::Claude(_)) => Some(SourceKind::ClaudeCode.as_str().into()),
+            Some(Parser::Codex(_)) => Some(SourceKind::Codex.as_str().into()),
+            None => None,
+        };
+        let source_agent = match &self.parser {
+            Some(Parser::Claude(p)) => p.source_agent(),
+            Some(Parser::Codex(_)) => crate::model::AGENT_CODEX,
+            None => "",
+        };
+        let s = &mut self.common.session;
+        cursor.session_id = (!s.id.is_empty()).then(|| s.id.clone());
+        cursor.parent_id.clone_from(&s.parent_id);
+        cursor.project.clone_from(&s.project);
+        cursor.last_ts = self.common.last_ts;
+        // A file with no recognisable session keeps its records (session_id null) only.
+        if !s.id.is_empty() && self.parser.is_some() && self.records > 0 {
+            s.source_agent = source_agent.to_owned();
+            self.batch.sessions.push(std::mem::take(s));
+        }
+        self.batch
+    }
+}
+
+/// Parses lines a store already holds (its `records`), in line order, with the same parsers
+/// and state as [`read_file`](crate::reader::read_file): how a store re-derives its sessions, messages and parts
+/// without the source file. The rows come out in batches ([`LineParser::drain`]), so a
+/// long file is never held whole; records are not repeated (the caller has them).
+pub struct LineParser<'a> {
+    pass: Pass<'a>,
+    cursor: FileCursor,
+}
+
+impl<'a> LineParser<'a> {
+    /// `format` is the stored cursor's (`claude-code`, `codex`), `None` to sniff again;
+    /// `mtime_ns` the stored file time (the timestamp of messages that carry none).
+    pub fn new(file: &'a SourceFile, format: Option<&str>, mtime_ns: i64) -> LineParser<'a> {
+        let cursor = FileCursor {
+            format: format.map(str::to_owned),
+            ..FileCursor::default()
+        };
+        LineParser {
+            pass: Pass::new(file, &cursor, mtime_ns / 1_000_000),
+            cursor,
+        }
+    }
+
+    /// One stored line: its 1-based number, byte offset and text.
+    pub fn line(&mut self, line_no: u64, offset: u64, text: &str) {
+        self.pass
+            .line(line_no, offset, text.as_bytes(), text.len() + 1);
+        self.pass.batch.records.clear();
+    }
+
+    /// The rows parsed so far (without the session row, which [`LineParser::finish`] gives).
+    pub fn drain(&mut self) -> FileBatch {
+        std::mem::take(&mut self.pass.batch)
+    }
+
+    /// The remaining rows and the file's session row.
+    pub fn finish(mut self) -> FileBatch {
+        self.pass.finish(&mut self.cursor)
+    }
+}
+
+/// Guess a file's client from one record.
+pub(crate) fn sniff(v: &Value) -> Option<SourceKind> {
+    let has = |k: &str| v.get(k).is_some();
+    if has("payload") && v.get("type").is_some_and(Value::is_string) {
+        return Some(SourceKind::Codex);
+    }
+    if has("id") && (has("instructions") || has("git")) && !has("type") {
+        return Some(SourceKind::Codex);
+    }
+    if has("sessionId") || has("uuid") || has("parentUuid") || has("leafUuid") {
+        return Some(SourceKind::ClaudeCode);
+    }
+    None
+}

@@ -1,0 +1,357 @@
+//! The CLI as an adapter over the front: each command builds its request, calls one
+//! operation of [`Front`] and prints its rendering (or its JSON). Long jobs show a progress
+//! bar on a terminal's stderr.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use pond_front::model::ModelSource;
+use pond_front::{render, AutoSync, EmbedAfter, Front, ProgressSink};
+use pond_ingest::SourceKind;
+use pond_protocol::job::{RebuildRequest, SqlJob};
+use pond_protocol::sync::{SyncRequest, SyncSource};
+use pond_protocol::Progress;
+use pond_store::get::PageRequest;
+use pond_store::search::{self, SearchFilters, SearchRequest};
+use pond_store::sql::SqlLimits;
+
+use crate::{Agent, Cli, Command, ModelAction};
+
+/// Print a result as JSON, or as its text rendering.
+fn emit<T: serde::Serialize>(json: bool, value: &T, text: impl Fn(&T) -> String) {
+    if json {
+        println!("{}", render::json(value));
+    } else {
+        print!("{}", text(value));
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<()> {
+    let front = crate::front(&cli)?;
+    let result = command(&front, cli.command).await;
+    front.shutdown().await;
+    result
+}
+
+async fn command(front: &Front, command: Command) -> Result<()> {
+    match command {
+        Command::Worker { .. } => unreachable!("handled before the runtime starts"),
+        Command::Mcp { auto_sync_mins } => {
+            let auto_sync = (auto_sync_mins > 0).then(|| AutoSync {
+                every: Duration::from_secs(auto_sync_mins * 60),
+                request: SyncRequest {
+                    sources: source_list(None, None),
+                    skip_index: false,
+                },
+            });
+            pond_front::mcp::serve_stdio(front.clone(), auto_sync)
+                .await
+                .map_err(anyhow::Error::msg)
+        }
+        Command::Embed { limit, json } => {
+            let report =
+                with_bar(BACKFILL_BAR, show_backfill, |p| front.backfill(limit, p)).await?;
+            emit(json, &report, |r| {
+                format!("{}\n", render::reports::embedded(r))
+            });
+            Ok(())
+        }
+        Command::Model { action } => model(front, action).await,
+        Command::Rebuild {
+            fts,
+            scalar,
+            rowmap,
+            vectors,
+            json,
+        } => {
+            let all = !(fts || scalar || rowmap || vectors);
+            let req = RebuildRequest {
+                fts: fts || all,
+                scalar: scalar || all,
+                rowmap: rowmap || all,
+                vectors: vectors || all,
+            };
+            let report = with_steps(|p| front.rebuild(req, p)).await?;
+            emit(json, &report, render::reports::rebuilt);
+            Ok(())
+        }
+        Command::Sync {
+            source,
+            path,
+            json,
+            no_index,
+            no_embed,
+        } => {
+            let sources = source_list(source, path);
+            let searched: Vec<String> = sources
+                .iter()
+                .map(|s| s.path.display().to_string())
+                .collect();
+            let req = SyncRequest {
+                sources,
+                skip_index: no_index,
+            };
+            // A store with a model embeds what the sync added (and what an interrupted
+            // backfill left).
+            let embed = if no_embed {
+                EmbedAfter::Never
+            } else {
+                EmbedAfter::Always
+            };
+            let synced = with_bar(SYNC_BAR, show_sync, |p| front.sync(req, embed, p)).await?;
+            if synced.report.files_seen == 0 {
+                eprintln!(
+                    "pond: no session files found under {}; point --path at a folder of session files",
+                    searched.join(", ")
+                );
+            }
+            if let Some(Err(e)) = synced.embedded {
+                return Err(e.into());
+            }
+            let root = front.store().root();
+            if json {
+                println!(
+                    "{}",
+                    render::json(&render::reports::synced_json(&synced, root))
+                );
+            } else {
+                let counts = front.store().counts().await?;
+                print!("{}", render::reports::synced(&synced, root, &counts));
+            }
+            Ok(())
+        }
+        Command::Search {
+            query,
+            mode,
+            project,
+            session,
+            agent,
+            role,
+            from,
+            to,
+            limit,
+            sort,
+            json,
+        } => {
+            let req = SearchRequest {
+                query,
+                filters: SearchFilters {
+                    project,
+                    session_id: session,
+                    source_agent: agent,
+                    role,
+                    from: from.as_deref().map(search::parse_date).transpose()?,
+                    to: to.as_deref().map(search::parse_date).transpose()?,
+                },
+                sort,
+                limit,
+                mode,
+            };
+            let results = front.search(&req).await?;
+            emit(json, &results, render::search);
+            Ok(())
+        }
+        Command::GetSession {
+            id,
+            from,
+            limit,
+            after,
+            before,
+            max_bytes,
+            include_replayed,
+            json,
+        } => {
+            let req = PageRequest {
+                from,
+                limit,
+                after,
+                before,
+                max_bytes,
+                include_replayed,
+            };
+            let page = front.get_session(&id, &req).await?;
+            emit(json, &page, render::session_page);
+            Ok(())
+        }
+        Command::GetMessage { id, context, json } => {
+            let c = front.get_message(&id, context, context).await?;
+            emit(json, &c, render::message_context);
+            Ok(())
+        }
+        Command::Sql {
+            query,
+            format,
+            max_rows,
+            timeout_seconds,
+        } => {
+            // In the sql worker, like the MCP server's: its memory budget and its kill at
+            // the deadline hold here too, and only the capped, rendered result comes back.
+            let timeout = timeout_seconds.max(1);
+            let job = SqlJob {
+                query,
+                format,
+                max_rows: max_rows.max(1) as u64,
+                max_bytes: SqlLimits::default().max_bytes as u64,
+                timeout_ms: timeout * 1000,
+            };
+            let out = front.sql(job, Duration::from_secs(timeout + 5)).await?;
+            println!("{}", out.text.trim_end());
+            eprintln!("{}", out.footer);
+            Ok(())
+        }
+        Command::Status { json } => {
+            let status = front.status(false).await;
+            if let Some(e) = &status.counts_error {
+                anyhow::bail!("{e}");
+            }
+            emit(json, &status, render::status::status);
+            Ok(())
+        }
+    }
+}
+
+/// What to sync: one folder (`--path`), or the clients' default homes, optionally one client.
+fn source_list(source: Option<Agent>, path: Option<PathBuf>) -> Vec<SyncSource> {
+    let wanted = source.map(|a| match a {
+        Agent::ClaudeCode => SourceKind::ClaudeCode,
+        Agent::Codex => SourceKind::Codex,
+    });
+    match path {
+        Some(p) => vec![SyncSource {
+            agent: wanted.map(|k| k.as_str().to_owned()),
+            path: p,
+        }],
+        None => pond_ingest::discover::default_sources()
+            .into_iter()
+            .filter(|(k, _)| wanted.is_none_or(|w| w == *k))
+            .map(|(k, p)| SyncSource {
+                agent: Some(k.as_str().to_owned()),
+                path: p,
+            })
+            .collect(),
+    }
+}
+
+const SYNC_BAR: &str = "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}";
+const BACKFILL_BAR: &str =
+    "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} messages embedded ({eta})";
+
+fn show_sync(b: &indicatif::ProgressBar, p: Progress) {
+    match p {
+        Progress::Sync(p) => {
+            b.set_length(p.bytes_total);
+            b.set_position(p.bytes_done);
+            b.set_message(format!(
+                "{}/{} files, {} messages",
+                p.files_done, p.files_total, p.messages
+            ));
+        }
+        // The embedding after the sync: the bar becomes the embedding's.
+        Progress::Embed(_) => {
+            b.set_style(style(BACKFILL_BAR));
+            show_backfill(b, p);
+        }
+        Progress::Step(_) => {}
+    }
+}
+
+fn show_backfill(b: &indicatif::ProgressBar, p: Progress) {
+    if let Progress::Embed(p) = p {
+        b.set_length(p.total);
+        b.set_position(p.done);
+    }
+}
+
+fn style(template: &str) -> indicatif::ProgressStyle {
+    indicatif::ProgressStyle::with_template(template).expect("valid template")
+}
+
+/// Run an operation, showing its progress with a bar of `template` on a terminal's stderr.
+async fn with_bar<T, F: std::future::Future<Output = Result<T, pond_front::Error>>>(
+    template: &str,
+    show: fn(&indicatif::ProgressBar, Progress),
+    operation: impl FnOnce(ProgressSink) -> F,
+) -> Result<T> {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(style(template));
+        b
+    });
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let shown = bar.clone();
+    let shown = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            if let Some(b) = &shown {
+                show(b, p);
+            }
+        }
+    });
+    let outcome = operation(Some(tx)).await;
+    let _ = shown.await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(outcome?)
+}
+
+/// Run an operation that reports named steps, printing each as it starts.
+async fn with_steps<T, F: std::future::Future<Output = Result<T, pond_front::Error>>>(
+    operation: impl FnOnce(ProgressSink) -> F,
+) -> Result<T> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let show = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            if let Progress::Step(step) = p {
+                eprintln!("pond: rebuilding {step}");
+            }
+        }
+    });
+    let outcome = operation(Some(tx)).await;
+    let _ = show.await;
+    Ok(outcome?)
+}
+
+async fn model(front: &Front, action: ModelAction) -> Result<()> {
+    let source = match action {
+        ModelAction::Show => {
+            let info = front.model_show().await?;
+            print!("{}", render::reports::model(&info.manifest, &info.vectors));
+            return Ok(());
+        }
+        ModelAction::Import {
+            dir,
+            name,
+            query_prefix,
+            passage_prefix,
+        } => ModelSource::Folder {
+            dir,
+            name,
+            prefixes: query_prefix.zip(passage_prefix),
+        },
+        ModelAction::Fetch { repo, revision } => ModelSource::Hub { repo, revision },
+    };
+    let hub = matches!(source, ModelSource::Hub { .. });
+    let mut last = String::new();
+    let mut show = |file: &str, got: u64, total: Option<u64>| {
+        let line = format!(
+            "{file}: {} MiB of {}",
+            got >> 20,
+            total.map_or("?".into(), |t| format!("{} MiB", t >> 20))
+        );
+        if line != last {
+            eprint!("\r{line}   ");
+            last = line;
+        }
+    };
+    let imported = front.model_import(source, &mut show).await;
+    if hub {
+        eprintln!();
+    }
+    print!(
+        "{}",
+        render::reports::imported(&imported?, &front.model_dir())
+    );
+    Ok(())
+}
