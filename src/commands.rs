@@ -268,6 +268,23 @@ fn style(template: &str) -> indicatif::ProgressStyle {
     indicatif::ProgressStyle::with_template(template).expect("valid template")
 }
 
+/// Run an operation, handing each progress report it sends to `follow` (on a task of its
+/// own, so the operation never waits for the terminal).
+async fn with_progress<T, F: std::future::Future<Output = Result<T, pond_front::Error>>>(
+    mut follow: impl FnMut(Progress) + Send + 'static,
+    operation: impl FnOnce(ProgressSink) -> F,
+) -> Result<T> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let followed = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            follow(p);
+        }
+    });
+    let outcome = operation(Some(tx)).await;
+    let _ = followed.await;
+    Ok(outcome?)
+}
+
 /// Run an operation, showing its progress with a bar of `template` on a terminal's stderr.
 async fn with_bar<T, F: std::future::Future<Output = Result<T, pond_front::Error>>>(
     template: &str,
@@ -279,38 +296,32 @@ async fn with_bar<T, F: std::future::Future<Output = Result<T, pond_front::Error
         b.set_style(style(template));
         b
     });
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let shown = bar.clone();
-    let shown = tokio::spawn(async move {
-        while let Some(p) = rx.recv().await {
+    let outcome = with_progress(
+        move |p| {
             if let Some(b) = &shown {
                 show(b, p);
             }
-        }
-    });
-    let outcome = operation(Some(tx)).await;
-    let _ = shown.await;
+        },
+        operation,
+    )
+    .await;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    Ok(outcome?)
+    outcome
 }
 
 /// Run an operation that reports named steps, printing each as it starts.
 async fn with_steps<T, F: std::future::Future<Output = Result<T, pond_front::Error>>>(
     operation: impl FnOnce(ProgressSink) -> F,
 ) -> Result<T> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let show = tokio::spawn(async move {
-        while let Some(p) = rx.recv().await {
-            if let Progress::Step(step) = p {
-                eprintln!("pond: rebuilding {step}");
-            }
+    let print = |p| {
+        if let Progress::Step(step) = p {
+            eprintln!("pond: rebuilding {step}");
         }
-    });
-    let outcome = operation(Some(tx)).await;
-    let _ = show.await;
-    Ok(outcome?)
+    };
+    with_progress(print, operation).await
 }
 
 async fn model(front: &Front, action: ModelAction) -> Result<()> {

@@ -16,9 +16,12 @@ fn read_all(dir: &str, kind: Option<SourceKind>) -> crate::FileBatch {
     let mut all = crate::FileBatch::default();
     let found = crate::discover_all(&fixtures().join(dir), kind);
     assert!(found.unreadable.is_empty(), "{:?}", found.unreadable);
+    // The path is compiled in: a test binary built from another checkout (a CI clone
+    // sharing the target dir) looks there, and says so here.
     assert!(
         !found.files.is_empty(),
-        "no files under the fixtures' {dir}"
+        "no files under the fixtures' {dir} at {}",
+        fixtures().join(dir).display()
     );
     for f in found.files {
         all.append(read_file(&f, None).batch);

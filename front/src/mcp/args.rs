@@ -12,7 +12,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-/// The schema of a [`Choice`] enum: a string, one of its names.
+/// The schema of a [`Choice`] enum: a string, one of its names. A field of such a type
+/// carries no `serde(default)` (a missing `Option` is `None` anyway): with it, schemars
+/// would add `"default": null` to the tool's schema.
 pub struct Named<T>(PhantomData<T>);
 
 impl<T: Choice> JsonSchema for Named<T> {
@@ -58,8 +60,6 @@ pub struct SearchArgs {
     /// `fts` (full-text, the default): exact words. `vector`: meaning, for paraphrases and
     /// concepts when you do not know the words used. `hybrid`: both, fused. `vector` and
     /// `hybrid` need the store's embedding model (`pond model fetch`, then `pond embed`).
-    // No `serde(default)`: a missing Option is None anyway, and schemars would add
-    // `"default": null` to the schema.
     #[schemars(with = "Option<Named<SearchMode>>")]
     pub mode: Option<SearchMode>,
     /// Only sessions whose project (working directory) contains this text, e.g. a repo name.
@@ -81,8 +81,6 @@ pub struct SearchArgs {
     #[serde(default)]
     pub to_date: Option<String>,
     /// `relevance` (default) or `recency` (newest first among matches).
-    // No `serde(default)`: a missing Option is None anyway, and schemars would add
-    // `"default": null` to the schema.
     #[schemars(with = "Option<Named<SortBy>>")]
     pub sort_by: Option<SortBy>,
     /// Messages to return, 1-50 (default 10).
@@ -98,8 +96,6 @@ pub struct GetSessionArgs {
     /// The session id (from search hits, or `SELECT id FROM sessions`).
     pub id: String,
     /// Read from the `start` (default) or the `end` of the session.
-    // No `serde(default)`: a missing Option is None anyway, and schemars would add
-    // `"default": null` to the schema.
     #[schemars(with = "Option<Named<PageFrom>>")]
     pub from: Option<PageFrom>,
     /// Messages per page, 1-200 (default 50); the page also stops at a byte budget.
@@ -150,8 +146,6 @@ pub struct SqlArgs {
     #[schemars(range(min = 1, max = 1000))]
     pub max_rows: Option<u64>,
     /// `table` (default), `json` or `csv`.
-    // No `serde(default)`: a missing Option is None anyway, and schemars would add
-    // `"default": null` to the schema.
     #[schemars(with = "Option<Named<Format>>")]
     pub format: Option<Format>,
 }

@@ -192,7 +192,7 @@ impl PondServer {
     }
 
     /// The status resource: store counts, index state, this process and its workers.
-    pub async fn status_text(&self) -> String {
+    async fn status_text(&self) -> String {
         render::status::resource(&self.front.status(true).await)
     }
 }
