@@ -1,0 +1,292 @@
+//! Secrets out of answers. pond stores every line of every session as it was written, keys
+//! and passwords included; before any of it reaches a reader (an MCP answer, which goes on
+//! into a model's context, or the CLI), [`mask`] replaces each secret it recognizes with a
+//! typed placeholder such as `[secret:github-token:…e1f8]`: what it was stays clear, the
+//! secret does not. The stored data is never changed.
+//!
+//! The rules are data ([`rules::RULES`]): fixed-prefix provider keys, private key blocks,
+//! credentials in URLs, and values assigned to secret-like names that look random (an
+//! entropy threshold). What this crate is not: a guarantee. A secret with no recognizable
+//! shape or name (a bare password in prose) passes.
+
+pub mod rules;
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+pub use rules::{Check, Rule, RULES};
+
+struct Compiled {
+    rule: &'static Rule,
+    regex: Regex,
+}
+
+static COMPILED: LazyLock<Vec<Compiled>> = LazyLock::new(|| {
+    RULES
+        .iter()
+        .map(|rule| Compiled {
+            rule,
+            // Word boundaries are ASCII: a Unicode `\b` sends the fast engines back to the
+            // slow one on any text that is not ASCII, and every rule's edges are ASCII.
+            regex: Regex::new(&rule.pattern.replace(r"\b", r"(?-u:\b)"))
+                .expect("every rule's pattern compiles (tested)"),
+        })
+        .collect()
+});
+
+/// One secret found: its byte range and the rule that found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found {
+    pub start: usize,
+    pub end: usize,
+    pub rule: &'static str,
+}
+
+/// Every secret in `text`, in order, none overlapping (where two rules claim overlapping
+/// text, the one that starts first wins, then the rule listed first).
+pub fn find(text: &str) -> Vec<Found> {
+    let mut all: Vec<(Found, usize)> = Vec::new();
+    for (i, c) in COMPILED.iter().enumerate() {
+        all.extend(find_by(c, text).into_iter().map(|f| (f, i)));
+    }
+    all.sort_by_key(|(f, i)| (f.start, *i));
+    let mut kept: Vec<Found> = Vec::with_capacity(all.len());
+    for (f, _) in all {
+        if kept.last().is_none_or(|k| f.start >= k.end) {
+            kept.push(f);
+        }
+    }
+    kept
+}
+
+fn find_by(c: &Compiled, text: &str) -> Vec<Found> {
+    let mut out = Vec::new();
+    // Matches first (the fast engines), then the groups of each match alone.
+    for whole in c.regex.find_iter(text) {
+        let m = if c.rule.group == 0 {
+            whole
+        } else {
+            let caps = c.regex.captures_at(&text[..whole.end()], whole.start());
+            match caps.and_then(|caps| caps.get(c.rule.group)) {
+                Some(m) => m,
+                None => whole,
+            }
+        };
+        let quoted = text[..m.start()].ends_with(['"', '\'', '`']);
+        if passes(c.rule.check, m.as_str(), quoted) {
+            out.push(Found {
+                start: m.start(),
+                end: m.end(),
+                rule: c.rule.name,
+            });
+        }
+    }
+    out
+}
+
+/// `text` with every secret replaced by its placeholder; borrowed when there is none.
+pub fn mask(text: &str) -> Cow<'_, str> {
+    let found = find(text);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in found {
+        out.push_str(&text[at..f.start]);
+        out.push_str(&placeholder(f.rule, &text[f.start..f.end]));
+        at = f.end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+/// `[secret:RULE]`, with `:…` and the last four characters for a long secret of a rule
+/// that shows them.
+fn placeholder(rule: &'static str, secret: &str) -> String {
+    let shows_tail = RULES.iter().any(|r| r.name == rule && r.tail);
+    let chars = secret.chars().count();
+    if shows_tail && chars >= 20 {
+        let tail: String = secret.chars().skip(chars - 4).collect();
+        format!("[secret:{rule}:…{tail}]")
+    } else {
+        format!("[secret:{rule}]")
+    }
+}
+
+/// Whether a match passes its rule's check; `quoted`: the value follows a quote.
+fn passes(check: Check, value: &str, quoted: bool) -> bool {
+    match check {
+        Check::Shape => true,
+        Check::NotPlaceholder => !placeholder_like(value),
+        Check::Random => looks_random(value, quoted),
+    }
+}
+
+/// A template's stand-in for a secret rather than one: `${X}`, `<password>`, `xxxx`,
+/// `your-key-here`, or a placeholder of ours.
+fn placeholder_like(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    v.starts_with(['$', '%', '{', '<', '*', '['])
+        || v.contains("${")
+        || [
+            "xxxx",
+            "****",
+            "...",
+            "…",
+            "your",
+            "example",
+            "placeholder",
+            "changeme",
+        ]
+        .iter()
+        .any(|p| lower.contains(p))
+        || ["password", "pass", "secret", "token"].contains(&lower.as_str())
+}
+
+/// A value that reads as generated rather than written: long enough, letters mixed with
+/// digits or symbols (an identifier such as `self.tokenizer` or `CancellationToken` has
+/// neither), not a path, URL or UUID, not code (names with a digit or two at most: a dotted
+/// path such as `info.s3Key`, or outside quotes a name such as `s3Secret`), and with enough entropy
+/// per character.
+fn looks_random(v: &str, quoted: bool) -> bool {
+    if v.len() < 8 || placeholder_like(v) {
+        return false;
+    }
+    let letters = v.chars().any(|c| c.is_ascii_alphabetic());
+    let digits = v.chars().any(|c| c.is_ascii_digit());
+    let symbols = v
+        .chars()
+        .any(|c| c.is_ascii_punctuation() && !matches!(c, '_' | '-' | '.' | '/'));
+    if !(letters && (digits || symbols)) {
+        return false;
+    }
+    let path = v.starts_with(['/', '~']) || v.starts_with("./") || v.starts_with("../");
+    if path || v.contains("://") || is_uuid(v) {
+        return false;
+    }
+    let names: Vec<&str> = v.split('.').collect();
+    let is_name = |n: &&str| {
+        n.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let few_digits = v.chars().filter(char::is_ascii_digit).count() <= 2;
+    if few_digits && names.iter().all(is_name) && (names.len() > 1 || !quoted) {
+        return false;
+    }
+    let threshold = if v.len() >= 12 { 3.0 } else { 2.5 };
+    entropy(v) >= threshold
+}
+
+fn is_uuid(v: &str) -> bool {
+    let groups: Vec<&str> = v.split('-').collect();
+    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups
+            .iter()
+            .all(|g| g.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// Shannon entropy of `v`'s characters, in bits per character.
+fn entropy(v: &str) -> f64 {
+    let mut counts = std::collections::HashMap::<char, usize>::new();
+    for c in v.chars() {
+        *counts.entry(c).or_default() += 1;
+    }
+    let n = v.chars().count() as f64;
+    counts
+        .values()
+        .map(|&k| {
+            let p = k as f64 / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rule's example with its secret marked by « and »: the text, and the secret's range.
+    fn marked(example: &str) -> (String, std::ops::Range<usize>) {
+        let start = example.find('«').expect("a hit marks its secret with «");
+        let text = example.replacen('«', "", 1);
+        let end = text.find('»').expect("a hit marks its secret's end with »");
+        (text.replacen('»', "", 1), start..end)
+    }
+
+    #[test]
+    fn every_rule_finds_its_hits_exactly_and_leaves_its_near_misses() {
+        for c in COMPILED.iter() {
+            let rule = c.rule;
+            assert!(
+                !rule.hits.is_empty() && !rule.misses.is_empty(),
+                "{}",
+                rule.name
+            );
+            for hit in rule.hits {
+                let (text, secret) = marked(hit);
+                let found = find_by(c, &text);
+                assert_eq!(
+                    found.iter().map(|f| f.start..f.end).collect::<Vec<_>>(),
+                    vec![secret.clone()],
+                    "{}: {text:?}",
+                    rule.name
+                );
+                let masked = mask(&text);
+                assert!(
+                    !masked.contains(&text[secret.clone()]),
+                    "{}: {masked}",
+                    rule.name
+                );
+                assert!(
+                    masked.contains(&format!("[secret:{}", rule.name)),
+                    "{masked}"
+                );
+                assert_eq!(mask(&masked), masked, "masking twice changes nothing");
+            }
+            for miss in rule.misses {
+                assert_eq!(find_by(c, miss), vec![], "{}: {miss:?}", rule.name);
+            }
+        }
+    }
+
+    #[test]
+    fn identifiers_that_look_random_are_left_alone() {
+        let innocent = [
+            "commit 9fc73e3a1b2c4d5e6f708192a3b4c5d6e7f80912 on main",
+            "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            "\"sessionId\":\"3f1e2d4c-5b6a-4978-8a9b-0c1d2e3f4a5b\",\"uuid\":\"7e0c7d4a-1b2c-4d5e-8f90-a1b2c3d4e5f6\"",
+            "\"id\":\"msg_01XFDUDYJgAACzvnptvVoYEL\",\"tool_use_id\":\"toolu_01A09q90qw90lq917835lq9\"",
+            "\"data\":\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==\"",
+            "\"media_type\":\"image/png\",\"data\":\"/9j/4AAQSkZJRgABAQEASABIAAD/2wBDAAgGBgcGBQgHBwcJCQgKDAsKCQsKDAsQDBAQEBAREhMSExUYFQ==\"",
+            "integrity sha512-Xk9mQ2vL8pZr8kQ2mX9vLp4TnWJOF8EFd0Nhcy1a1b2c3d4e5f6g7h8i9j0==",
+            "docker pull ghcr.io/owner/image@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        ];
+        for text in innocent {
+            assert_eq!(find(text), vec![], "{text}");
+        }
+    }
+
+    #[test]
+    fn placeholders_keep_a_long_secrets_tail_only() {
+        assert_eq!(
+            mask("id AKIAUJZDE8GXD6NCF10E here"),
+            "id [secret:aws-access-key:…F10E] here"
+        );
+        assert_eq!(
+            mask("DB_PASSWORD=JOF8EFd0Nhcy#1"),
+            "DB_PASSWORD=[secret:secret-assignment]"
+        );
+        assert!(matches!(mask("nothing to see"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn overlapping_claims_go_to_the_first_rule() {
+        let text = "GITHUB_TOKEN=ghp_sMehGAkWvj7FAc9QeWJKY40uvSwMFLZDe1f8";
+        assert_eq!(
+            find(text).iter().map(|f| f.rule).collect::<Vec<_>>(),
+            ["github-token"]
+        );
+    }
+}
