@@ -10,7 +10,7 @@ use anyhow::Result;
 use pond_front::model::ModelSource;
 use pond_front::{render, AutoSync, EmbedAfter, Front, ProgressSink};
 use pond_ingest::SourceKind;
-use pond_protocol::job::{RebuildRequest, SqlJob};
+use pond_protocol::job::{ForgetRequest, RebuildRequest, SqlJob};
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::Progress;
 use pond_store::get::PageRequest;
@@ -19,23 +19,48 @@ use pond_store::sql::SqlLimits;
 
 use crate::{Agent, Cli, Command, ModelAction};
 
-/// Print a result as JSON, or as its text rendering.
-fn emit<T: serde::Serialize>(json: bool, value: &T, text: impl Fn(&T) -> String) {
-    if json {
-        println!("{}", render::json(value));
-    } else {
-        print!("{}", text(value));
+/// Standard output: what a command prints there goes through the masker
+/// (`render::masked`), unless the user asked to see secrets.
+#[derive(Clone, Copy)]
+struct Out {
+    reveal_secrets: bool,
+}
+
+impl Out {
+    fn print(self, text: &str) {
+        if self.reveal_secrets {
+            print!("{text}");
+        } else {
+            print!("{}", render::masked(text));
+        }
+    }
+
+    /// A result as JSON, or as its text rendering.
+    fn emit<T: serde::Serialize>(self, json: bool, value: &T, text: impl Fn(&T) -> String) {
+        if json {
+            self.print(&format!("{}\n", render::json(value)));
+        } else {
+            self.print(&text(value));
+        }
     }
 }
 
 pub async fn run(cli: Cli) -> Result<()> {
     let front = crate::front(&cli)?;
-    let result = command(&front, cli.command).await;
+    let out = Out {
+        reveal_secrets: cli.reveal_secrets,
+    };
+    let result = command(&front, cli.command, out, cli.exclude_projects).await;
     front.shutdown().await;
     result
 }
 
-async fn command(front: &Front, command: Command) -> Result<()> {
+async fn command(
+    front: &Front,
+    command: Command,
+    out: Out,
+    exclude_projects: Vec<String>,
+) -> Result<()> {
     match command {
         Command::Worker { .. } => unreachable!("handled before the runtime starts"),
         Command::Mcp { auto_sync_mins } => {
@@ -44,6 +69,7 @@ async fn command(front: &Front, command: Command) -> Result<()> {
                 request: SyncRequest {
                     sources: source_list(None, None),
                     skip_index: false,
+                    exclude_projects,
                 },
             });
             pond_front::mcp::serve_stdio(front.clone(), auto_sync)
@@ -53,12 +79,43 @@ async fn command(front: &Front, command: Command) -> Result<()> {
         Command::Embed { limit, json } => {
             let report =
                 with_bar(BACKFILL_BAR, show_backfill, |p| front.backfill(limit, p)).await?;
-            emit(json, &report, |r| {
+            out.emit(json, &report, |r| {
                 format!("{}\n", render::reports::embedded(r))
             });
             Ok(())
         }
-        Command::Model { action } => model(front, action).await,
+        Command::Forget {
+            session,
+            project,
+            before,
+            dry_run,
+            yes,
+            json,
+        } => {
+            let req = ForgetRequest {
+                session,
+                project,
+                before_ms: before.as_deref().map(search::parse_date).transpose()?,
+                dry_run,
+            };
+            // On a terminal, say what would go and ask first.
+            if !dry_run && !yes && std::io::stdin().is_terminal() {
+                let preview = front
+                    .forget(ForgetRequest {
+                        dry_run: true,
+                        ..req.clone()
+                    })
+                    .await?;
+                eprint!("{}", render::reports::forgotten(&preview));
+                if preview.sessions.is_empty() || !confirm("forget them for good?")? {
+                    return Ok(());
+                }
+            }
+            let report = front.forget(req).await?;
+            out.emit(json, &report, render::reports::forgotten);
+            Ok(())
+        }
+        Command::Model { action } => model(front, action, out).await,
         Command::Rebuild {
             fts,
             scalar,
@@ -74,7 +131,7 @@ async fn command(front: &Front, command: Command) -> Result<()> {
                 vectors: vectors || all,
             };
             let report = with_steps(|p| front.rebuild(req, p)).await?;
-            emit(json, &report, render::reports::rebuilt);
+            out.emit(json, &report, render::reports::rebuilt);
             Ok(())
         }
         Command::Sync {
@@ -92,6 +149,7 @@ async fn command(front: &Front, command: Command) -> Result<()> {
             let req = SyncRequest {
                 sources,
                 skip_index: no_index,
+                exclude_projects: exclude_projects.clone(),
             };
             // A store with a model embeds what the sync added (and what an interrupted
             // backfill left).
@@ -110,15 +168,14 @@ async fn command(front: &Front, command: Command) -> Result<()> {
             if let Some(Err(e)) = synced.embedded {
                 return Err(e.into());
             }
+            offer_to_forget(front, &exclude_projects).await?;
             let root = front.store().root();
             if json {
-                println!(
-                    "{}",
-                    render::json(&render::reports::synced_json(&synced, root))
-                );
+                let report = render::reports::synced_json(&synced, root);
+                out.print(&format!("{}\n", render::json(&report)));
             } else {
                 let counts = front.store().counts().await?;
-                print!("{}", render::reports::synced(&synced, root, &counts));
+                out.print(&render::reports::synced(&synced, root, &counts));
             }
             Ok(())
         }
@@ -148,9 +205,10 @@ async fn command(front: &Front, command: Command) -> Result<()> {
                 sort,
                 limit,
                 mode,
+                reveal_secrets: out.reveal_secrets,
             };
             let results = front.search(&req).await?;
-            emit(json, &results, render::search);
+            out.emit(json, &results, render::search);
             Ok(())
         }
         Command::GetSession {
@@ -172,12 +230,12 @@ async fn command(front: &Front, command: Command) -> Result<()> {
                 include_replayed,
             };
             let page = front.get_session(&id, &req).await?;
-            emit(json, &page, render::session_page);
+            out.emit(json, &page, render::session_page);
             Ok(())
         }
         Command::GetMessage { id, context, json } => {
             let c = front.get_message(&id, context, context).await?;
-            emit(json, &c, render::message_context);
+            out.emit(json, &c, render::message_context);
             Ok(())
         }
         Command::Sql {
@@ -195,10 +253,11 @@ async fn command(front: &Front, command: Command) -> Result<()> {
                 max_rows: max_rows.max(1) as u64,
                 max_bytes: SqlLimits::default().max_bytes as u64,
                 timeout_ms: timeout * 1000,
+                reveal_secrets: out.reveal_secrets,
             };
-            let out = front.sql(job, Duration::from_secs(timeout + 5)).await?;
-            println!("{}", out.text.trim_end());
-            eprintln!("{}", out.footer);
+            let result = front.sql(job, Duration::from_secs(timeout + 5)).await?;
+            out.print(&format!("{}\n", result.text.trim_end()));
+            eprintln!("{}", result.footer);
             Ok(())
         }
         Command::Status { json } => {
@@ -206,10 +265,38 @@ async fn command(front: &Front, command: Command) -> Result<()> {
             if let Some(e) = &status.counts_error {
                 anyhow::bail!("{e}");
             }
-            emit(json, &status, render::status::status);
+            out.emit(json, &status, render::status::status);
             Ok(())
         }
     }
+}
+
+/// After a sync that excludes projects: say how to remove what is stored of them already.
+async fn offer_to_forget(front: &Front, exclude_projects: &[String]) -> Result<()> {
+    for project in exclude_projects.iter().filter(|p| !p.is_empty()) {
+        let stored = front
+            .forget(ForgetRequest {
+                project: Some(project.clone()),
+                dry_run: true,
+                ..ForgetRequest::default()
+            })
+            .await?;
+        if !stored.sessions.is_empty() {
+            eprintln!(
+                "pond: {} sessions stored before are in projects matching {project:?}; `pond forget --project {project:?}` removes them",
+                stored.sessions.len()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Ask a yes/no question on the terminal; no is the default.
+fn confirm(question: &str) -> Result<bool> {
+    eprint!("pond: {question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// What to sync: one folder (`--path`), or the clients' default homes, optionally one client.
@@ -324,11 +411,11 @@ async fn with_steps<T, F: std::future::Future<Output = Result<T, pond_front::Err
     with_progress(print, operation).await
 }
 
-async fn model(front: &Front, action: ModelAction) -> Result<()> {
+async fn model(front: &Front, action: ModelAction, out: Out) -> Result<()> {
     let source = match action {
         ModelAction::Show => {
             let info = front.model_show().await?;
-            print!("{}", render::reports::model(&info.manifest, &info.vectors));
+            out.print(&render::reports::model(&info.manifest, &info.vectors));
             return Ok(());
         }
         ModelAction::Import {
@@ -360,9 +447,6 @@ async fn model(front: &Front, action: ModelAction) -> Result<()> {
     if hub {
         eprintln!();
     }
-    print!(
-        "{}",
-        render::reports::imported(&imported?, &front.model_dir())
-    );
+    out.print(&render::reports::imported(&imported?, &front.model_dir()));
     Ok(())
 }

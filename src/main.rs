@@ -58,6 +58,21 @@ pub(crate) struct Cli {
     /// Errors only on stderr
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
+    /// Print secrets as they were stored (answers mask them by default: keys, tokens, private
+    /// keys, passwords; `pond mcp` always masks)
+    #[arg(long, global = true)]
+    reveal_secrets: bool,
+    /// Do not store sessions whose project (working directory) contains this; repeat it or
+    /// separate with commas (`sync` and `mcp`'s background sync; what is stored already
+    /// stays until `pond forget --project`)
+    #[arg(
+        long = "exclude-project",
+        global = true,
+        env = "POND_EXCLUDE_PROJECTS",
+        value_delimiter = ',',
+        value_name = "SUBSTRING"
+    )]
+    exclude_projects: Vec<String>,
     /// An idle SQL worker exits after this many seconds
     #[arg(long, global = true, default_value_t = 60)]
     worker_idle_secs: u64,
@@ -215,6 +230,28 @@ pub(crate) enum Command {
         /// in a worker (0: never)
         #[arg(long, env = "POND_AUTO_SYNC_MINS", default_value_t = 10)]
         auto_sync_mins: u64,
+    },
+    /// Remove sessions from the archive for good: every dataset, the indexes, the vectors,
+    /// and the disk; no later sync stores them again. Give one selector or more (all must
+    /// match); subagent sessions go with their parents
+    Forget {
+        /// The session with this id
+        #[arg(long)]
+        session: Option<String>,
+        /// Sessions whose project (working directory) contains this
+        #[arg(long)]
+        project: Option<String>,
+        /// Sessions whose last message is before this date (YYYY-MM-DD or RFC 3339)
+        #[arg(long)]
+        before: Option<String>,
+        /// Say what would go; change nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask first (a terminal asks)
+        #[arg(long, short = 'y')]
+        yes: bool,
+        #[arg(long)]
+        json: bool,
     },
     /// Rebuild indexes from scratch in a worker (a serving `pond mcp` keeps answering)
     Rebuild {

@@ -4,7 +4,8 @@
 //! Generates and syncs (once) a corpus of N messages, then runs Q one-to-three-word queries
 //! (fixed seed) through a freshly opened store with pond's default cache caps, the way the
 //! front runs them: cold first query, then p50/p95 over the rest. Then hydration of 10
-//! random hits from the row map versus from Lance by row id.
+//! random hits from the row map versus from Lance by row id. Then what masking secrets
+//! costs a search answer (search, render, mask against search, render, secrets revealed).
 
 use std::time::Instant;
 
@@ -38,7 +39,7 @@ fn main() {
                 q.push(' ');
                 q.push_str(rng.pick::<&str>(work::QUERY_TERMS));
             }
-            let req = SearchRequest { query: q, filters: SearchFilters::default(), sort: SortBy::Relevance, limit: 10, mode: SearchMode::Fts };
+            let req = SearchRequest { query: q, filters: SearchFilters::default(), sort: SortBy::Relevance, limit: 10, mode: SearchMode::Fts, reveal_secrets: false };
             let t = Instant::now();
             let r = search(&store, &req, None).await.expect("search");
             let ms = t.elapsed().as_secs_f64() * 1000.0;
@@ -53,11 +54,30 @@ fn main() {
                 sort: SortBy::Relevance,
                 limit: 10,
                 mode: SearchMode::Fts,
+                reveal_secrets: false,
             };
             let t = Instant::now();
             search(&store, &req, None).await.expect("search");
             filtered.push(t.elapsed().as_secs_f64() * 1000.0);
         }
+        // A search answer as MCP gives it (search, render, mask), against the same answer
+        // with secrets revealed: what masking costs. Both ways per query, in turn first.
+        let (mut revealed, mut masked) = (Vec::new(), Vec::new());
+        for i in 0..queries {
+            let query = rng.pick(work::QUERY_TERMS).to_string();
+            for reveal in [i % 2 == 0, i % 2 == 1] {
+                let req = SearchRequest { query: query.clone(), filters: SearchFilters::default(), sort: SortBy::Relevance, limit: 10, mode: SearchMode::Fts, reveal_secrets: reveal };
+                let t = Instant::now();
+                let r = search(&store, &req, None).await.expect("search");
+                let text = pond_front::render::search(&r);
+                let shown = if reveal { text.len() } else { pond_front::render::masked(&text).len() };
+                let ms = t.elapsed().as_secs_f64() * 1000.0;
+                assert!(shown > 0);
+                if reveal { revealed.push(ms) } else { masked.push(ms) }
+            }
+        }
+        let revealed_p50 = report::percentile(&mut revealed, 50.0);
+        let masked_p50 = report::percentile(&mut masked, 50.0);
         // Hydration of 10 hits: from the row map, and from Lance by row id (what the front
         // does for rows newer than the map, and for every row without one).
         let ds = store.require(pond_store::schema::MESSAGES).await.unwrap();
@@ -97,6 +117,9 @@ fn main() {
             "hydrate10_map_p95_ms": (report::percentile(&mut from_map, 95.0) * 1000.0).round() / 1000.0,
             "hydrate10_lance_p50_ms": r2(report::percentile(&mut from_lance, 50.0)),
             "hydrate10_lance_p95_ms": r2(report::percentile(&mut from_lance, 95.0)),
+            "answer_revealed_p50_ms": r2(revealed_p50),
+            "answer_masked_p50_ms": r2(masked_p50),
+            "mask_overhead_pct": r2((masked_p50 / revealed_p50 - 1.0) * 100.0),
             "index_cache_mib": StoreConfig::default().index_cache_bytes >> 20,
             "process_footprint_mib": pond_front::footprint::of_self().map_or(0, |f| f.footprint_kib() / 1024),
         })

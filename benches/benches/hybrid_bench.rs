@@ -200,6 +200,7 @@ async fn arm(
         sort: SortBy::Relevance,
         limit,
         mode,
+        reveal_secrets: false,
     };
     let r = search(store, &req, v).await.expect("search");
     let mut hits: Vec<(String, f32)> = r

@@ -20,6 +20,7 @@ async fn sync_once(store: &Store, path: &Path) -> (f64, pond_protocol::sync::Syn
             path: path.to_path_buf(),
         }],
         skip_index: false,
+        exclude_projects: Vec::new(),
     };
     let t = Instant::now();
     let r = pond_workers::sync::run(store, &req, &mut |_| {})

@@ -132,6 +132,7 @@ pub async fn synced_store_of(corpus: &Path, store_dir: PathBuf) -> PathBuf {
                 path: corpus.to_owned(),
             }],
             skip_index: false,
+            exclude_projects: Vec::new(),
         };
         pond_workers::sync::run(&store, &req, &mut |_| {})
             .await

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pond_protocol::job::{
-    BackfillReport, BackfillRequest, EmbedJob, RebuildReport, RebuildRequest, SqlJob, SqlOutput,
+    BackfillReport, BackfillRequest, EmbedJob, ForgetReport, ForgetRequest, RebuildReport,
+    RebuildRequest, SqlJob, SqlOutput,
 };
 use pond_protocol::sync::{SyncReport, SyncRequest};
 use pond_protocol::{ErrorKind, JobError, Progress};
@@ -226,6 +227,17 @@ impl Front {
             "backfill",
             |r: &BackfillReport| r.embedded as usize,
             self.runner.call(BackfillRequest { limit }, opts),
+        )
+        .await
+    }
+
+    /// Forget the sessions `req` selects, for good, in the index worker (or say which they
+    /// are: a dry run).
+    pub async fn forget(&self, req: ForgetRequest) -> Result<ForgetReport, Error> {
+        op(
+            "forget",
+            |r: &ForgetReport| r.sessions.len(),
+            self.runner.call(req, JobOptions::default()),
         )
         .await
     }

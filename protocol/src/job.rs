@@ -105,6 +105,8 @@ pub enum Job {
     Embed(EmbedJob),
     /// Embed every searchable message that has no vector from the current model yet.
     Backfill(BackfillRequest),
+    /// Remove sessions from every dataset for good (`pond forget`).
+    Forget(ForgetRequest),
 }
 
 impl Job {
@@ -113,7 +115,7 @@ impl Job {
         match self {
             Job::Ping | Job::Sql(_) => WorkerKind::Sql,
             Job::Sync(_) => WorkerKind::Sync,
-            Job::Rebuild(_) => WorkerKind::Index,
+            Job::Rebuild(_) | Job::Forget(_) => WorkerKind::Index,
             Job::Embed(_) | Job::Backfill(_) => WorkerKind::Embed,
         }
     }
@@ -152,6 +154,7 @@ request!(SyncRequest, Sync => Sync(Box<SyncReport>));
 request!(RebuildRequest, Rebuild => Rebuild(RebuildReport));
 request!(EmbedJob, Embed => Vectors(Vectors));
 request!(BackfillRequest, Backfill => Backfill(BackfillReport));
+request!(ForgetRequest, Forget => Forget(ForgetReport));
 
 /// [`Job::Ping`] as a [`Request`].
 #[derive(Debug, Clone, Copy)]
@@ -197,6 +200,9 @@ pub struct SqlJob {
     pub max_rows: u64,
     pub max_bytes: u64,
     pub timeout_ms: u64,
+    /// Render string cells as stored (the CLI's `--reveal-secrets`); otherwise each is
+    /// masked before the table is laid out.
+    pub reveal_secrets: bool,
 }
 
 /// A bounded, rendered SQL result: the rows never cross IPC as data.
@@ -234,6 +240,35 @@ pub struct RebuildReport {
     pub rederived: bool,
     pub elapsed_ms: u64,
     /// The worker's peak resident memory (VmHWM), KiB.
+    pub peak_kib: u64,
+}
+
+/// Which sessions `pond forget` removes: those matching every selector given (at least
+/// one), with their subagent sessions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForgetRequest {
+    /// One session by id.
+    pub session: Option<String>,
+    /// Sessions whose project (working directory) contains this.
+    pub project: Option<String>,
+    /// Sessions whose last message is older than this (Unix ms).
+    pub before_ms: Option<i64>,
+    /// Say what would go, change nothing.
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForgetReport {
+    pub dry_run: bool,
+    /// The sessions forgotten (or that would be), subagents included: id and project.
+    pub sessions: Vec<(String, Option<String>)>,
+    pub messages: u64,
+    pub records: u64,
+    pub files: u64,
+    pub vectors: u64,
+    /// Bytes of old versions and files removed after the rewrite.
+    pub bytes_reclaimed: u64,
+    pub elapsed_ms: u64,
     pub peak_kib: u64,
 }
 
@@ -294,6 +329,7 @@ pub enum Output {
     Rebuild(RebuildReport),
     Vectors(Vectors),
     Backfill(BackfillReport),
+    Forget(ForgetReport),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -391,6 +427,7 @@ mod tests {
             max_rows: 10,
             max_bytes: 100,
             timeout_ms: 5,
+            reveal_secrets: false,
         });
         h.jobs
             .send(ToWorker::Run {

@@ -17,6 +17,10 @@ pub struct SyncRequest {
     pub sources: Vec<SyncSource>,
     /// Skip the index update at the end (a later sync or rebuild does it).
     pub skip_index: bool,
+    /// Sessions whose project (working directory) contains any of these are not stored;
+    /// their files are read again by each sync, so removing an exclusion takes them in.
+    #[serde(default)]
+    pub exclude_projects: Vec<String>,
 }
 
 /// Progress while a sync runs.
@@ -40,6 +44,16 @@ pub struct SkipNote {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SyncReport {
     pub files_seen: u64,
+    /// Files not read because `pond forget` forgot their sessions.
+    #[serde(default)]
+    pub files_forgotten: u64,
+    /// Files read but not stored: a forgotten session found under another path, or an
+    /// excluded project.
+    #[serde(default)]
+    pub files_excluded: u64,
+    /// An interrupted `pond forget` was completed before this sync read anything.
+    #[serde(default)]
+    pub forget_completed: bool,
     pub files_unchanged: u64,
     pub files_new: u64,
     pub files_appended: u64,

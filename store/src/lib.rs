@@ -11,6 +11,7 @@
 
 pub mod error;
 pub mod filters;
+pub mod forgotten;
 pub mod get;
 pub mod hydrate;
 pub mod indexes;

@@ -62,18 +62,68 @@ pub async fn compact(store: &Store, _lock: &StoreLock) -> Result<Maintenance> {
     Ok(m)
 }
 
+/// After `pond forget`: rewrite every fragment with deleted rows, whose bytes are still in
+/// its data files (Lance deletes by marking), so that [`remove_old_versions`] can remove
+/// them from disk.
+pub async fn materialize_deletions(store: &Store, _lock: &StoreLock) -> Result<Maintenance> {
+    let mut m = Maintenance::default();
+    for name in datasets() {
+        let Some(mut ds) = store.latest(name).await? else {
+            continue;
+        };
+        let with_deletions = ds
+            .get_fragments()
+            .iter()
+            .filter(|f| f.metadata().deletion_file.is_some())
+            .count();
+        if with_deletions == 0 {
+            continue;
+        }
+        let options = CompactionOptions {
+            materialize_deletions_threshold: 0.0,
+            ..CompactionOptions::default()
+        };
+        m.fragments_before += ds.fragments().len() as u64;
+        compact_files(&mut ds, options, None).await?;
+        m.compacted += 1;
+    }
+    Ok(m)
+}
+
 /// Remove versions older than [`KEEP_VERSIONS_MINUTES`] (and the files only they used).
-pub async fn cleanup(store: &Store, _lock: &StoreLock, m: &mut Maintenance) -> Result<()> {
+pub async fn cleanup(store: &Store, lock: &StoreLock, m: &mut Maintenance) -> Result<()> {
+    cleanup_older_than(
+        store,
+        lock,
+        chrono::Duration::minutes(KEEP_VERSIONS_MINUTES),
+        m,
+    )
+    .await
+}
+
+/// Remove every version but the latest (after `pond forget`: the older ones still hold
+/// what it removed). A query in flight on an older version may fail; the next one reads
+/// the latest.
+pub async fn remove_old_versions(
+    store: &Store,
+    lock: &StoreLock,
+    m: &mut Maintenance,
+) -> Result<()> {
+    cleanup_older_than(store, lock, chrono::Duration::zero(), m).await
+}
+
+async fn cleanup_older_than(
+    store: &Store,
+    _lock: &StoreLock,
+    age: chrono::Duration,
+    m: &mut Maintenance,
+) -> Result<()> {
     for name in datasets() {
         let Some(ds) = store.latest(name).await? else {
             continue;
         };
         let removed = ds
-            .cleanup_old_versions(
-                chrono::Duration::minutes(KEEP_VERSIONS_MINUTES),
-                Some(false),
-                Some(false),
-            )
+            .cleanup_old_versions(age, Some(false), Some(false))
             .await?;
         m.old_versions_removed += removed.old_versions;
         m.bytes_removed += removed.bytes_removed;

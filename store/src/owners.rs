@@ -89,6 +89,10 @@ impl Occurrences {
         let Some(ds) = store.latest(MESSAGES).await? else {
             return Ok(known);
         };
+        // Emptied to be re-derived (an upgrade, a forget): nothing to look up.
+        if ds.fragments().is_empty() {
+            return Ok(known);
+        }
         known.mapped = store.mapped(&ds);
         let delta = known.mapped.as_ref().map(|m| m.delta.clone());
         if delta.as_ref().is_some_and(Vec::is_empty) {

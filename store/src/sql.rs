@@ -313,13 +313,25 @@ fn spill_dir(store: &Store) -> Result<PathBuf> {
 /// Longest cell shown in the text table.
 const CELL_CHARS: usize = 200;
 
-/// Render a result; the text table shortens long cells (JSON and CSV keep them whole).
-pub fn render(result: &SqlResult, format: Format) -> Result<String> {
+/// Render a result, its string cells masked first when `mask` (so a table's columns are
+/// laid out around the placeholders); the text table shortens long cells (JSON and CSV keep
+/// them whole).
+pub fn render(result: &SqlResult, format: Format, mask: bool) -> Result<String> {
+    let masked: Vec<RecordBatch>;
+    let batches = if mask {
+        masked = result
+            .batches
+            .iter()
+            .map(|b| map_strings(b, |v| pond_mask::mask(v).into_owned()))
+            .collect::<Result<_>>()?;
+        &masked
+    } else {
+        &result.batches
+    };
     match format {
         Format::Table => {
             let opts = arrow_cast::display::FormatOptions::default().with_null("NULL");
-            let shortened: Vec<RecordBatch> = result
-                .batches
+            let shortened: Vec<RecordBatch> = batches
                 .iter()
                 .map(|b| shorten_cells(b, CELL_CHARS))
                 .collect::<Result<_>>()?;
@@ -330,7 +342,7 @@ pub fn render(result: &SqlResult, format: Format) -> Result<String> {
         }
         Format::Json => {
             let mut w = arrow_json::ArrayWriter::new(Vec::new());
-            for b in &result.batches {
+            for b in batches {
                 w.write(b)?;
             }
             w.finish()?;
@@ -345,7 +357,7 @@ pub fn render(result: &SqlResult, format: Format) -> Result<String> {
             let mut w = arrow_csv::WriterBuilder::new()
                 .with_header(true)
                 .build(Vec::new());
-            for b in &result.batches {
+            for b in batches {
                 w.write(b)?;
             }
             Ok(String::from_utf8_lossy(&w.into_inner()).into_owned())
@@ -354,29 +366,37 @@ pub fn render(result: &SqlResult, format: Format) -> Result<String> {
 }
 
 fn shorten_cells(b: &RecordBatch, max_chars: usize) -> Result<RecordBatch> {
+    map_strings(b, |v| {
+        let one_line = v.replace('\n', "⏎");
+        if one_line.chars().count() > max_chars {
+            let mut t: String = one_line.chars().take(max_chars).collect();
+            t.push('…');
+            t
+        } else {
+            one_line
+        }
+    })
+}
+
+/// `b` with every string cell (of any string type; a column of another type is kept)
+/// passed through `f`; string columns come back as `Utf8`.
+fn map_strings(b: &RecordBatch, f: impl Fn(&str) -> String) -> Result<RecordBatch> {
     use arrow_array::cast::AsArray;
-    use arrow_array::{Array, ArrayRef, StringArray};
+    use arrow_array::{ArrayRef, StringArray};
+    use arrow_schema::DataType;
     let cols: Vec<ArrayRef> = b
         .columns()
         .iter()
-        .map(|c| match c.as_string_opt::<i32>() {
-            Some(s) => Arc::new(
-                s.iter()
-                    .map(|v| {
-                        v.map(|v| {
-                            let one_line = v.replace('\n', "⏎");
-                            if one_line.chars().count() > max_chars {
-                                let mut t: String = one_line.chars().take(max_chars).collect();
-                                t.push('…');
-                                t
-                            } else {
-                                one_line
-                            }
-                        })
-                    })
-                    .collect::<StringArray>(),
-            ) as ArrayRef,
-            None => c.clone(),
+        .map(|c| {
+            let strings = |it: &mut dyn Iterator<Item = Option<&str>>| {
+                Arc::new(it.map(|v| v.map(&f)).collect::<StringArray>()) as ArrayRef
+            };
+            match c.data_type() {
+                DataType::Utf8 => strings(&mut c.as_string::<i32>().iter()),
+                DataType::LargeUtf8 => strings(&mut c.as_string::<i64>().iter()),
+                DataType::Utf8View => strings(&mut c.as_string_view().iter()),
+                _ => c.clone(),
+            }
         })
         .collect();
     let fields: Vec<_> = b

@@ -294,6 +294,14 @@ pub async fn nearest(
     Ok((out, in_scope))
 }
 
+/// How many vectors the store holds, of every model.
+pub async fn count(store: &Store) -> Result<u64> {
+    Ok(match store.latest(EMBEDDINGS).await? {
+        Some(ds) => ds.count_rows(None).await? as u64,
+        None => 0,
+    })
+}
+
 /// Remove the vectors of messages rows that no longer exist (rows a sync rewrote as
 /// replayed copies). Readers skip such vectors anyway; this reclaims them.
 pub async fn forget_rows(store: &Store, row_ids: &[u64]) -> Result<()> {

@@ -191,23 +191,29 @@ impl<'a> SyncWriter<'a> {
                 .execute()
                 .await?;
         }
-        self.forget_file(from).await
-    }
-
-    /// Delete the records and the cursor of `path` (a second spelling of a file whose
-    /// lines are stored under its canonical path too).
-    pub async fn drop_source(&mut self, path: &str) -> Result<()> {
-        self.journal().await?;
-        if let Some(mut ds) = self.store.latest(RECORDS).await? {
-            ds.delete(&format!("source_path = {}", sql_str(path)))
-                .await?;
-        }
-        self.forget_file(path).await
-    }
-
-    async fn forget_file(&mut self, path: &str) -> Result<()> {
         if let Some(mut ds) = self.store.latest(FILES).await? {
-            ds.delete(&format!("path = {}", sql_str(path))).await?;
+            ds.delete(&format!("path = {}", sql_str(from))).await?;
+        }
+        Ok(())
+    }
+
+    /// Delete the records and the cursors of `paths` (a second spelling of a file whose
+    /// lines are stored under its canonical path too; the files of forgotten sessions).
+    /// The derived rows are the caller's to re-derive.
+    pub async fn drop_sources(&mut self, paths: &[String]) -> Result<()> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        self.journal().await?;
+        for chunk in paths.chunks(500) {
+            let list: Vec<String> = chunk.iter().map(|p| sql_str(p)).collect();
+            let list = list.join(",");
+            if let Some(mut ds) = self.store.latest(RECORDS).await? {
+                ds.delete(&format!("source_path IN ({list})")).await?;
+            }
+            if let Some(mut ds) = self.store.latest(FILES).await? {
+                ds.delete(&format!("path IN ({list})")).await?;
+            }
         }
         Ok(())
     }
@@ -457,7 +463,7 @@ async fn recover(store: &Store) -> Result<bool> {
 }
 
 /// Write a small file so that readers see either the old or the new content.
-fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp)?;

@@ -99,6 +99,7 @@ async fn readers_and_backfills_see_only_committed_rows_and_recovery_drops_the_re
         sort: search::SortBy::Relevance,
         limit: 10,
         mode: search::SearchMode::Vector,
+        reveal_secrets: false,
     };
     let v = search::QueryVector {
         model: "fake".into(),

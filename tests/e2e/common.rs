@@ -103,7 +103,27 @@ impl Env {
     }
 
     pub fn sync(&self, path: &Path) -> serde_json::Value {
-        self.json(&["sync", "--path", path.to_str().unwrap(), "--json"])
+        self.sync_with(path, &[])
+    }
+
+    /// Sync `path` with more arguments; the report.
+    pub fn sync_with(&self, path: &Path, args: &[&str]) -> serde_json::Value {
+        let mut all = vec!["sync", "--path", path.to_str().unwrap(), "--json"];
+        all.extend(args);
+        self.json(&all)
+    }
+
+    /// Start `pond args`, SIGKILL it after `delay`, reap it.
+    pub fn kill_after(&self, args: &[&str], delay: std::time::Duration) {
+        let mut child = self
+            .cmd(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        child.wait().unwrap();
     }
 
     /// Sync one new message (id `zz`, in a new session `s9`, text mentioning a quokka).

@@ -22,15 +22,10 @@ fn sigkill_mid_sync_then_resync_matches_a_clean_sync() {
     assert!(expect.0 >= 6_000);
 
     for delay_ms in [150u64, 400, 900, 1600] {
-        let mut child = env
-            .cmd(&["sync", "--path", corpus.to_str().unwrap()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        child.wait().unwrap();
+        env.kill_after(
+            &["sync", "--path", corpus.to_str().unwrap()],
+            Duration::from_millis(delay_ms),
+        );
         // The store opens and answers between the kill and the next sync.
         let _ = env.run(&["status"]);
     }

@@ -25,13 +25,13 @@ fn synced() -> Env {
     env
 }
 
-struct Client {
+pub(crate) struct Client {
     service: RunningService<RoleClient, ()>,
     pid: u32,
     _child: tokio::process::Child,
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -39,7 +39,7 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-async fn connect(env: &Env, extra: &[&str]) -> Client {
+pub(crate) async fn connect(env: &Env, extra: &[&str]) -> Client {
     connect_with(env, extra, &[]).await
 }
 
@@ -75,7 +75,7 @@ impl Client {
             .unwrap_or_else(|e| panic!("{name}: protocol error {e}"))
     }
 
-    async fn ok(&self, name: &str, args: Value) -> String {
+    pub(crate) async fn ok(&self, name: &str, args: Value) -> String {
         let r = self.call(name, args.clone()).await;
         let t = text(&r);
         assert_eq!(r.is_error, Some(false), "{name} {args}: {t}");
@@ -89,7 +89,7 @@ impl Client {
         t
     }
 
-    async fn resource(&self, uri: &str) -> String {
+    pub(crate) async fn resource(&self, uri: &str) -> String {
         let r = self
             .service
             .read_resource(ReadResourceRequestParams::new(uri))

@@ -241,13 +241,7 @@ fn second_writer_is_refused_while_the_lock_is_held() {
 fn rows_not_yet_indexed_are_still_found() {
     let env = Env::new();
     let src = env.sources();
-    let r = env.json(&[
-        "sync",
-        "--path",
-        src.to_str().unwrap(),
-        "--no-index",
-        "--json",
-    ]);
+    let r = env.sync_with(&src, &["--no-index"]);
     assert_eq!(r["indexes_created"], 0);
     let v = env.json(&["search", "invoices", "--json"]);
     assert_eq!(v["hits"], 2, "{v}");

@@ -169,6 +169,13 @@ async fn execute(
             "embedding jobs run through Jobs::execute",
         )),
         Job::Ping => Ok(Output::Pong),
+        Job::Forget(req) => {
+            let mut report = crate::forget::run(store, &req, crate::sync::FLUSH_BYTES)
+                .await
+                .map_err(JobError::from)?;
+            report.peak_kib = peak_kib();
+            Ok(Output::Forget(report))
+        }
         Job::Sql(q) => run_sql(store, &q).await.map(Output::Sql),
         Job::Sync(req) => {
             let mut each = |p| progress(Progress::Sync(p));
@@ -206,9 +213,9 @@ async fn execute(
             }
             if all {
                 step("vectors moved to the re-derived messages");
-                crate::sync::rekey_vectors(store)
+                crate::repair::rekey_vectors(store)
                     .await
-                    .map_err(sync_error)?;
+                    .map_err(JobError::from)?;
             }
             if req.vectors {
                 step("vector index");
@@ -252,7 +259,7 @@ async fn run_sql(store: &Store, q: &SqlJob) -> Result<SqlOutput, JobError> {
     let result = sql::run_sql(store, &q.query, limits)
         .await
         .map_err(JobError::from)?;
-    let text = sql::render(&result, q.format).map_err(JobError::from)?;
+    let text = sql::render(&result, q.format, !q.reveal_secrets).map_err(JobError::from)?;
     Ok(SqlOutput {
         text,
         footer: result.footer(),

@@ -10,6 +10,7 @@
 //! What it is not: a process manager. Spawning, deadlines and budgets belong to the
 //! supervisor; a job here is an async function from a `pond-protocol` request to an outcome.
 
+pub mod forget;
 pub mod jobs;
 pub mod process;
 pub mod quarantine;

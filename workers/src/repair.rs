@@ -22,7 +22,7 @@ use pond_ingest::paths::{key_path, path_key};
 use pond_ingest::reader::LineParser;
 use pond_ingest::{FileBatch, FileCursor, SourceFile, SourceKind};
 use pond_store::records::StoredLines;
-use pond_store::{Store, SyncWriter, WriteStats};
+use pond_store::{vectors, Store, SyncWriter, WriteStats};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// What to do about one stored spelling of a file's path.
@@ -128,7 +128,7 @@ pub async fn apply(
             }
             Repair::Drop { from, canonical } => {
                 tracing::warn!(%from, %canonical, "removing a second copy of a file's lines");
-                writer.drop_source(from).await?;
+                writer.drop_sources(std::slice::from_ref(from)).await?;
                 cursors.remove(from);
             }
         }
@@ -188,6 +188,28 @@ pub async fn rederive(
     }
     stats.add(writer.write(pending, &[]).await?);
     Ok((files.len() as u64, stats))
+}
+
+/// After messages were re-derived: point the stored vectors at the new rows (`vectors::
+/// rekey`) and rebuild their index. Skipped, with a warning, while a backfill holds the
+/// embedding lock: vector search then skips the stale vectors until the next rebuild.
+pub async fn rekey_vectors(store: &Store) -> pond_store::Result<()> {
+    let Ok(_embed) = store.embed_lock() else {
+        tracing::warn!(
+            "a backfill is running: vectors keep their old rows until `pond rebuild --vectors`"
+        );
+        return Ok(());
+    };
+    let Some(ds) = store.dataset(pond_store::schema::MESSAGES).await? else {
+        return Ok(());
+    };
+    let Some(mapped) = store.mapped(&ds) else {
+        return Ok(());
+    };
+    let (kept, dropped) = vectors::rekey(store, &mapped.map).await?;
+    tracing::info!(kept, dropped, "vectors moved to the re-derived messages");
+    vectors::ensure_index(store, vectors::VECTOR_INDEX_MIN_ROWS, true).await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -16,7 +16,8 @@ use pond_ingest::reader::read_file_part;
 use pond_ingest::reader::ReadMode;
 use pond_ingest::{discover_all, FileBatch, FileCursor, ReadOutcome, Skip, SourceFile, SourceKind};
 use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
-use pond_store::{indexes, maintenance, vectors, Store, StoreLock, SyncWriter};
+use pond_store::forgotten::Forgotten;
+use pond_store::{indexes, maintenance, Store, StoreLock, SyncWriter};
 
 use crate::quarantine::{Quarantine, NOTED_BYTES};
 use crate::repair;
@@ -62,6 +63,12 @@ pub async fn run(
 ) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
     let mut report = SyncReport::default();
+    // A forget that died is finished before anything is read: its files must not return.
+    if Forgotten::load(store.root())?.pending {
+        crate::forget::complete(store, FLUSH_BYTES).await?;
+        report.forget_completed = true;
+    }
+    let forgotten = Forgotten::load(store.root())?;
     let mut writer = SyncWriter::begin(store).await?;
     report.recovered_interrupted_sync = writer.recovered;
     let mut cursors = writer.cursors().await?;
@@ -86,6 +93,9 @@ pub async fn run(
         }
         note_skips(&mut report, &found.unreadable);
     }
+    let before = files.len();
+    files.retain(|f| !forgotten.paths.contains(&path_key(&f.path)));
+    report.files_forgotten = (before - files.len()) as u64;
     // Parents before subagents across sources too: fewer owners to demote.
     files.sort_by_key(|f| f.is_subagent);
     let t = Instant::now();
@@ -206,6 +216,20 @@ pub async fn run(
                 *report.skipped_by_reason.entry(kind.clone()).or_default() += n;
             }
             note_examples(&mut report, &out.batch.skips);
+            let kept = Kept::of(&out.batch, &forgotten, &req.exclude_projects);
+            if kept != Kept::Stored {
+                // Counted once per file, at its first (or only) part.
+                if out.mode != ReadMode::Continued {
+                    report.files_excluded += 1;
+                }
+                // A forgotten session under another path is read no more; an excluded
+                // project is read again next time (its exclusion may be lifted).
+                if kept == Kept::Forgotten && !out.cursor.partial {
+                    new_cursors.insert(path, out.cursor);
+                }
+                progress(prog);
+                continue;
+            }
             if !out.cursor.partial && !matches!(out.mode, ReadMode::Unchanged | ReadMode::Failed) {
                 quarantine.cleared(&path);
                 new_cursors.insert(path, out.cursor);
@@ -249,7 +273,7 @@ pub async fn run(
             report.rowmap_ms = t.elapsed().as_millis() as u64;
         }
         if report.rederived {
-            rekey_vectors(store).await?;
+            repair::rekey_vectors(store).await?;
         }
     }
     maintenance::cleanup(store, &lock, &mut upkeep).await?;
@@ -306,26 +330,44 @@ pub async fn repair_store(store: &Store) -> Result<(StoreLock, SyncReport), Sync
     Ok((lock, report))
 }
 
-/// After messages were re-derived: point the stored vectors at the new rows (`vectors::
-/// rekey`) and rebuild their index. Skipped, with a warning, while a backfill holds the
-/// embedding lock: vector search then skips the stale vectors until the next rebuild.
-pub async fn rekey_vectors(store: &Store) -> Result<(), SyncError> {
-    let Ok(_embed) = store.embed_lock() else {
-        tracing::warn!(
-            "a backfill is running: vectors keep their old rows until `pond rebuild --vectors`"
-        );
-        return Ok(());
-    };
-    let Some(ds) = store.dataset(pond_store::schema::MESSAGES).await? else {
-        return Ok(());
-    };
-    let Some(mapped) = store.mapped(&ds) else {
-        return Ok(());
-    };
-    let (kept, dropped) = vectors::rekey(store, &mapped.map).await?;
-    tracing::info!(kept, dropped, "vectors moved to the re-derived messages");
-    vectors::ensure_index(store, vectors::VECTOR_INDEX_MIN_ROWS, true).await?;
-    Ok(())
+/// Whether a file's parsed rows are stored: not when they belong to a session `pond forget`
+/// removed (a file the tombstones do not name: moved, or copied elsewhere), nor to a
+/// project the sync excludes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    Stored,
+    Forgotten,
+    Excluded,
+}
+
+impl Kept {
+    fn of(batch: &FileBatch, forgotten: &Forgotten, exclude: &[String]) -> Kept {
+        let sessions = batch
+            .sessions
+            .iter()
+            .map(|s| s.id.as_str())
+            .chain(batch.messages.iter().map(|m| m.session_id.as_str()));
+        if !forgotten.sessions.is_empty() {
+            if let Some(id) = sessions.clone().find(|id| forgotten.sessions.contains(*id)) {
+                tracing::info!(session = id, "not stored: a forgotten session");
+                return Kept::Forgotten;
+            }
+        }
+        let projects = batch
+            .sessions
+            .iter()
+            .filter_map(|s| s.project.as_deref())
+            .chain(batch.messages.iter().filter_map(|m| m.project.as_deref()));
+        let mut projects = projects;
+        if projects.any(|p| {
+            exclude
+                .iter()
+                .any(|x| !x.is_empty() && p.contains(x.as_str()))
+        }) {
+            return Kept::Excluded;
+        }
+        Kept::Stored
+    }
 }
 
 /// One file to read in a window, from its stored cursor or where its last part stopped,

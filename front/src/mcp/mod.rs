@@ -132,6 +132,7 @@ impl PondServer {
             sort: args.sort_by.unwrap_or_default(),
             limit: clamp(args.limit, 10, 1, SEARCH_MAX_LIMIT) as usize,
             mode: args.mode.unwrap_or_default(),
+            reveal_secrets: false,
         };
         match self.front.search(&req).await {
             Ok(results) => Ok(render::search(&results)),
@@ -171,6 +172,7 @@ impl PondServer {
             max_rows: clamp(args.max_rows, 200, 1, SQL_MAX_ROWS),
             max_bytes: (MAX_ANSWER_BYTES / 2) as u64,
             timeout_ms: timeout_s * 1000,
+            reveal_secrets: false,
         };
         match self.front.sql(job, Duration::from_secs(timeout_s)).await {
             Ok(out) => Ok(format!("{}\n{}\n", out.text.trim_end(), out.footer)),
@@ -235,15 +237,16 @@ impl ServerHandler for PondServer {
         let answer = futures::FutureExt::catch_unwind(call)
             .await
             .unwrap_or_else(|_| Err(internal("an internal error (a bug, logged by pond)")));
+        // Secrets are masked in every answer, errors included (one may quote the request).
+        let shown = |text: String| {
+            ContentBlock::text(render::bounded(
+                render::masked(&text).into_owned(),
+                MAX_ANSWER_BYTES,
+            ))
+        };
         let result = match answer {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(render::bounded(
-                text,
-                MAX_ANSWER_BYTES,
-            ))]),
-            Err(mistake) => CallToolResult::error(vec![ContentBlock::text(render::bounded(
-                mistake,
-                MAX_ANSWER_BYTES,
-            ))]),
+            Ok(text) => CallToolResult::success(vec![shown(text)]),
+            Err(mistake) => CallToolResult::error(vec![shown(mistake)]),
         };
         Ok(result.into())
     }
@@ -282,6 +285,7 @@ impl ServerHandler for PondServer {
                 ))
             }
         };
+        let text = render::masked(&text).into_owned();
         Ok(ReadResourceResult::new(vec![
             ResourceContents::text(text, request.uri.clone()).with_mime_type(mime)
         ])

@@ -24,6 +24,14 @@ pub fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string_pretty(value).expect("pond's results serialize to JSON")
 }
 
+/// `text` as a reader may see it: every secret the masker recognizes replaced by a typed
+/// placeholder (`pond_mask`). Every MCP answer and resource passes here before it is
+/// bounded (masking first, so a cut never leaves the start of a secret that the whole text
+/// would have masked), and so does the CLI's standard output unless `--reveal-secrets`.
+pub fn masked(text: &str) -> std::borrow::Cow<'_, str> {
+    pond_mask::mask(text)
+}
+
 /// Cut `text` to `max` bytes at a character boundary, saying so.
 pub fn bounded(mut text: String, max: usize) -> String {
     if text.len() <= max {

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use pond_embed::Manifest;
-use pond_protocol::job::{BackfillReport, RebuildReport};
+use pond_protocol::job::{BackfillReport, ForgetReport, RebuildReport};
 use pond_protocol::sync::SyncReport;
 use pond_store::StoreCounts;
 
@@ -55,6 +55,16 @@ pub fn sync_report(r: &SyncReport) -> String {
                 String::new()
             }
         );
+    }
+    if r.files_forgotten + r.files_excluded > 0 {
+        let _ = writeln!(
+            out,
+            "not stored: {} files of forgotten sessions left unread, {} files of forgotten sessions or excluded projects read and dropped",
+            r.files_forgotten, r.files_excluded
+        );
+    }
+    if r.forget_completed {
+        let _ = writeln!(out, "an interrupted `pond forget` was completed first");
     }
     if r.rederived {
         let _ = writeln!(
@@ -200,6 +210,44 @@ pub fn embedded(r: &BackfillReport) -> String {
         r.remaining,
         r.peak_kib >> 10
     )
+}
+
+/// `pond forget`: the sessions (the first few by id), then what went or would go.
+pub fn forgotten(r: &ForgetReport) -> String {
+    const LISTED: usize = 20;
+    let mut out = String::new();
+    if r.sessions.is_empty() {
+        out.push_str("no stored session matches; nothing to forget\n");
+        return out;
+    }
+    for (id, project) in r.sessions.iter().take(LISTED) {
+        let _ = writeln!(out, "{id}  {}", project.as_deref().unwrap_or("-"));
+    }
+    if r.sessions.len() > LISTED {
+        let _ = writeln!(out, "… and {} more sessions", r.sessions.len() - LISTED);
+    }
+    let what = format!(
+        "{} sessions ({} messages, {} stored lines of {} files)",
+        r.sessions.len(),
+        r.messages,
+        r.records,
+        r.files
+    );
+    if r.dry_run {
+        let _ = writeln!(
+            out,
+            "would forget {what}; run again without --dry-run to do it"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "forgot {what} and {} vectors; {:.1} MiB reclaimed on disk; a sync will not store them again; {:.1} s",
+            r.vectors,
+            r.bytes_reclaimed as f64 / (1 << 20) as f64,
+            r.elapsed_ms as f64 / 1000.0
+        );
+    }
+    out
 }
 
 pub fn rebuilt(r: &RebuildReport) -> String {

@@ -88,6 +88,10 @@ pub struct SearchRequest {
     pub sort: SortBy,
     pub limit: usize,
     pub mode: SearchMode,
+    /// Show secrets in snippets as they were stored (the CLI's `--reveal-secrets`; never
+    /// over MCP). Otherwise a hit's text is masked before its snippet is cut from it, so a
+    /// window never shows part of a secret the whole text would have masked.
+    pub reveal_secrets: bool,
 }
 
 /// The query's embedding, for vector and hybrid modes (the embed worker makes it).
@@ -236,10 +240,18 @@ async fn present(
     let hits: Vec<SearchHit> = rows
         .into_iter()
         .zip(texts)
-        .map(|((score, m), text)| SearchHit {
-            score,
-            row: m.row,
-            snippet: snippet(text.as_deref().unwrap_or_default(), &terms, 240),
+        .map(|((score, m), text)| {
+            let text = text.as_deref().unwrap_or_default();
+            let text = if req.reveal_secrets {
+                text.into()
+            } else {
+                pond_mask::mask(text)
+            };
+            SearchHit {
+                score,
+                row: m.row,
+                snippet: snippet(&text, &terms, 240),
+            }
         })
         .collect();
     let total = hits.len();
