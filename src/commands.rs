@@ -2,6 +2,7 @@
 //! operation of [`Front`] and prints its rendering (or its JSON). Long jobs show a progress
 //! bar on a terminal's stderr.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,14 +11,15 @@ use anyhow::Result;
 use pond_front::model::ModelSource;
 use pond_front::{render, AutoSync, EmbedAfter, Front, ProgressSink};
 use pond_ingest::SourceKind;
-use pond_protocol::job::{ForgetRequest, RebuildRequest, SqlJob};
+use pond_protocol::job::{ForgetRequest, RebuildRequest, RestoreRequest, SqlJob};
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::Progress;
-use pond_store::get::PageRequest;
+use pond_store::get::{PageFrom, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchRequest};
 use pond_store::sql::SqlLimits;
 
-use crate::{Agent, Cli, Command, ModelAction};
+use crate::config::Shown;
+use crate::{Agent, Cli, Command, ConfigAction, ExportFormat, ModelAction};
 
 /// Standard output: what a command prints there goes through the masker
 /// (`render::masked`), unless the user asked to see secrets.
@@ -50,24 +52,47 @@ pub async fn run(cli: Cli) -> Result<()> {
     let out = Out {
         reveal_secrets: cli.reveal_secrets,
     };
-    let result = command(&front, cli.command, out, cli.exclude_projects).await;
+    let sync = SyncSettings {
+        exclude_projects: cli.exclude_projects,
+        sources: cli.sources,
+    };
+    let result = command(&front, cli.command, out, sync).await;
     front.shutdown().await;
     result
 }
 
-async fn command(
-    front: &Front,
-    command: Command,
-    out: Out,
-    exclude_projects: Vec<String>,
-) -> Result<()> {
+async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) -> Result<()> {
+    let SyncSettings {
+        exclude_projects,
+        sources,
+    } = sync;
     match command {
-        Command::Worker { .. } => unreachable!("handled before the runtime starts"),
+        Command::Worker { .. } | Command::Config { .. } | Command::Completions { .. } => {
+            unreachable!("handled before the store opens")
+        }
+        Command::Restore {
+            session,
+            out: dir,
+            dry_run,
+            json,
+        } => {
+            let out_dir = dir.map(std::path::absolute).transpose()?;
+            let req = RestoreRequest {
+                session,
+                out_dir,
+                dry_run,
+            };
+            let report = front.restore(req).await?;
+            // The report names files and counts: nothing in it to mask.
+            out.emit(json, &report, render::reports::restored);
+            Ok(())
+        }
+        Command::Export { session, format } => export(front, &session, format, out).await,
         Command::Mcp { auto_sync_mins } => {
             let auto_sync = (auto_sync_mins > 0).then(|| AutoSync {
                 every: Duration::from_secs(auto_sync_mins * 60),
                 request: SyncRequest {
-                    sources: source_list(None, None),
+                    sources: source_list(None, None, &sources),
                     skip_index: false,
                     exclude_projects,
                 },
@@ -141,7 +166,7 @@ async fn command(
             no_index,
             no_embed,
         } => {
-            let sources = source_list(source, path);
+            let sources = source_list(source, path, &sources);
             let searched: Vec<String> = sources
                 .iter()
                 .map(|s| s.path.display().to_string())
@@ -300,7 +325,21 @@ fn confirm(question: &str) -> Result<bool> {
 }
 
 /// What to sync: one folder (`--path`), or the clients' default homes, optionally one client.
-fn source_list(source: Option<Agent>, path: Option<PathBuf>) -> Vec<SyncSource> {
+/// What the sync settings say beyond one command's flags: exclusions, and the config
+/// file's sources.
+struct SyncSettings {
+    exclude_projects: Vec<String>,
+    sources: BTreeMap<String, crate::config::Source>,
+}
+
+/// The folders a sync reads: `--path`, else every client's home (the client's own variable,
+/// else the config file's `[sources.NAME] path`, else its default), less the clients the
+/// config file turns off.
+fn source_list(
+    source: Option<Agent>,
+    path: Option<PathBuf>,
+    configured: &BTreeMap<String, crate::config::Source>,
+) -> Vec<SyncSource> {
     let wanted = source.map(|a| match a {
         Agent::ClaudeCode => SourceKind::ClaudeCode,
         Agent::Codex => SourceKind::Codex,
@@ -313,9 +352,20 @@ fn source_list(source: Option<Agent>, path: Option<PathBuf>) -> Vec<SyncSource> 
         None => pond_ingest::discover::default_sources()
             .into_iter()
             .filter(|(k, _)| wanted.is_none_or(|w| w == *k))
-            .map(|(k, p)| SyncSource {
-                agent: Some(k.as_str().to_owned()),
-                path: p,
+            .filter_map(|(k, p)| {
+                let set = configured.get(k.as_str());
+                if set.and_then(|s| s.enabled) == Some(false) && wanted.is_none() {
+                    return None;
+                }
+                let own_var = std::env::var_os(home_variable(k)).is_some();
+                let path = match set.and_then(|s| s.path.clone()) {
+                    Some(p) if !own_var => p,
+                    _ => p,
+                };
+                Some(SyncSource {
+                    agent: Some(k.as_str().to_owned()),
+                    path,
+                })
             })
             .collect(),
     }
@@ -449,4 +499,101 @@ async fn model(front: &Front, action: ModelAction, out: Out) -> Result<()> {
     }
     out.print(&render::reports::imported(&imported?, &front.model_dir()));
     Ok(())
+}
+
+/// The commands that need no store: the config file and shell completions. `None` for
+/// every other command.
+pub fn offline(cli: &Cli, settings: &[Shown]) -> Option<std::process::ExitCode> {
+    match &cli.command {
+        Command::Config {
+            action: ConfigAction::Path,
+        } => println!("{}", crate::config::path(cli).display()),
+        Command::Config {
+            action: ConfigAction::Show { json },
+        } => {
+            if *json {
+                let all: serde_json::Map<String, serde_json::Value> = settings
+                    .iter()
+                    .map(|s| {
+                        let v = serde_json::json!({"value": s.value, "from": s.origin.as_str()});
+                        (s.key.to_owned(), v)
+                    })
+                    .collect();
+                println!("{}", render::json(&all));
+            } else {
+                println!("# {}", crate::config::path(cli).display());
+                let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
+                for s in settings {
+                    println!("{:width$}  {}  ({})", s.key, s.value, s.origin.as_str());
+                }
+            }
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "pond", &mut std::io::stdout());
+        }
+        _ => return None,
+    }
+    Some(std::process::ExitCode::SUCCESS)
+}
+
+/// `pond export`: the session's lines as its client wrote them (restored into a temporary
+/// folder, then printed a line at a time), or a Markdown document written page by page.
+async fn export(front: &Front, session: &str, format: ExportFormat, out: Out) -> Result<()> {
+    match format {
+        ExportFormat::Jsonl => {
+            use std::io::BufRead;
+            let dir = tempfile::tempdir()?;
+            let req = RestoreRequest {
+                session: session.to_owned(),
+                out_dir: Some(dir.path().to_owned()),
+                dry_run: false,
+            };
+            let report = front.restore(req).await?;
+            let file = report
+                .files
+                .iter()
+                .find(|f| f.session_id == session)
+                .ok_or_else(|| anyhow::anyhow!("the store holds no file of session {session}"))?;
+            let mut lines = std::io::BufReader::new(std::fs::File::open(&file.path)?);
+            let mut line = Vec::new();
+            while lines.read_until(b'\n', &mut line)? > 0 {
+                out.print(&String::from_utf8_lossy(&line));
+                line.clear();
+            }
+        }
+        ExportFormat::Markdown => {
+            let mut req = PageRequest {
+                from: PageFrom::Start,
+                limit: 500,
+                after: None,
+                before: None,
+                max_bytes: 8 << 20,
+                include_replayed: false,
+            };
+            let mut first = true;
+            loop {
+                let page = front.get_session(session, &req).await?;
+                if std::mem::take(&mut first) {
+                    out.print(&render::markdown::header(&page.session));
+                }
+                for m in &page.messages {
+                    out.print(&render::markdown::message(m));
+                }
+                match page.more_after {
+                    Some(after) => req.after = Some(after),
+                    None => break,
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The variable by which a client itself moves its home.
+fn home_variable(kind: SourceKind) -> &'static str {
+    match kind {
+        SourceKind::ClaudeCode => "CLAUDE_CONFIG_DIR",
+        SourceKind::Codex => "CODEX_HOME",
+    }
 }

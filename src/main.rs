@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use pond_front::{Front, LocalJobs, Runner, WorkerCommand, Workers, WorkersConfig};
 use pond_protocol::{Choice, Format, WorkerKind};
 use pond_store::get::{self, PageFrom};
@@ -20,6 +20,7 @@ use pond_store::search::{SearchMode, SortBy};
 use pond_store::{Store, StoreConfig};
 
 mod commands;
+mod config;
 
 #[derive(Parser)]
 #[command(
@@ -31,6 +32,10 @@ pub(crate) struct Cli {
     /// Store directory [default: $XDG_DATA_HOME/pond, else ~/.local/share/pond]
     #[arg(long, global = true, env = "POND_STORE")]
     store: Option<PathBuf>,
+    /// The config file [default: $XDG_CONFIG_HOME/pond/config.toml, else
+    /// ~/.config/pond/config.toml]; flags and environment variables override it
+    #[arg(long, global = true, env = "POND_CONFIG")]
+    config: Option<PathBuf>,
     /// Lance index cache cap, MiB
     #[arg(
         long,
@@ -74,10 +79,20 @@ pub(crate) struct Cli {
     )]
     exclude_projects: Vec<String>,
     /// An idle SQL worker exits after this many seconds
-    #[arg(long, global = true, default_value_t = 60)]
+    #[arg(
+        long,
+        global = true,
+        env = "POND_WORKER_IDLE_SECS",
+        default_value_t = 60
+    )]
     worker_idle_secs: u64,
     /// Kill the SQL worker if its footprint passes this many MiB (0: no budget)
-    #[arg(long, global = true, default_value_t = 1536)]
+    #[arg(
+        long,
+        global = true,
+        env = "POND_SQL_MEMORY_MIB",
+        default_value_t = 1536
+    )]
     sql_memory_mib: u64,
     /// Kill a sync worker if its footprint passes this many MiB (0: no budget); a file it
     /// was reading when killed twice is skipped until it changes
@@ -90,6 +105,9 @@ pub(crate) struct Cli {
     sync_memory_mib: u64,
     #[command(subcommand)]
     command: Command,
+    /// The config file's `[sources.NAME]` tables: which clients `pond sync` reads, where.
+    #[arg(skip)]
+    sources: std::collections::BTreeMap<String, config::Source>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -125,6 +143,23 @@ pub(crate) enum ModelAction {
     },
     /// Show the store's model
     Show,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ExportFormat {
+    Jsonl,
+    Markdown,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ConfigAction {
+    /// Every setting, its value, and where it came from (flag, env, file, default)
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The config file's path
+    Path,
 }
 
 #[derive(Subcommand)]
@@ -283,6 +318,34 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a stored session's files (with its subagents') back where its client reads
+    /// them, byte for byte, so `claude --resume ID` / `codex resume ID` work after the
+    /// client deleted them. Never overwrites a file that differs
+    Restore {
+        session: String,
+        /// Write under this folder instead
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Say what would be written; write nothing
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a stored session: its lines as the client wrote them (jsonl) or a readable
+    /// document (markdown); secrets masked unless --reveal-secrets
+    Export {
+        session: String,
+        #[arg(long, value_enum, default_value = "markdown")]
+        format: ExportFormat,
+    },
+    /// The config file: where it is, and every setting with where its value came from
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Print a shell completion script (e.g. `pond completions bash > ~/.local/share/bash-completion/completions/pond`)
+    Completions { shell: clap_complete::Shell },
     /// Run as a worker process (started by pond itself)
     #[command(hide = true)]
     Worker {
@@ -358,10 +421,26 @@ fn verbosity_args(cli: &Cli) -> Vec<std::ffi::OsString> {
 fn main() -> std::process::ExitCode {
     quiet_panics();
     pond_store::owner_only();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     logging(&cli);
     if let Command::Worker { kind, ipc, parent } = &cli.command {
         return worker(&cli, kind, ipc, *parent);
+    }
+    // A worker gets every setting as a flag; everything else reads the config file.
+    let file = match config::load(&config::path(&cli)) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("pond: {e:#}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let settings = config::apply(&mut cli, &matches, file);
+    if let Some(code) = commands::offline(&cli, &settings) {
+        return code;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

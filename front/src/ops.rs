@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use pond_protocol::job::{
     BackfillReport, BackfillRequest, EmbedJob, ForgetReport, ForgetRequest, RebuildReport,
-    RebuildRequest, SqlJob, SqlOutput,
+    RebuildRequest, RestoreReport, RestoreRequest, SqlJob, SqlOutput,
 };
 use pond_protocol::sync::{SyncReport, SyncRequest};
 use pond_protocol::{ErrorKind, JobError, Progress};
@@ -237,6 +237,17 @@ impl Front {
         op(
             "forget",
             |r: &ForgetReport| r.sessions.len(),
+            self.runner.call(req, JobOptions::default()),
+        )
+        .await
+    }
+
+    /// Write a stored session's files back (or say which would be written) in a worker:
+    /// the lines may be many megabytes, read from `records`.
+    pub async fn restore(&self, req: RestoreRequest) -> Result<RestoreReport, Error> {
+        op(
+            "restore",
+            |r: &RestoreReport| r.files.len(),
             self.runner.call(req, JobOptions::default()),
         )
         .await

@@ -107,13 +107,15 @@ pub enum Job {
     Backfill(BackfillRequest),
     /// Remove sessions from every dataset for good (`pond forget`).
     Forget(ForgetRequest),
+    /// Write a session's source files back from `records` (`pond restore`).
+    Restore(RestoreRequest),
 }
 
 impl Job {
     /// The kind of worker that runs this job.
     pub fn kind(&self) -> WorkerKind {
         match self {
-            Job::Ping | Job::Sql(_) => WorkerKind::Sql,
+            Job::Ping | Job::Sql(_) | Job::Restore(_) => WorkerKind::Sql,
             Job::Sync(_) => WorkerKind::Sync,
             Job::Rebuild(_) | Job::Forget(_) => WorkerKind::Index,
             Job::Embed(_) | Job::Backfill(_) => WorkerKind::Embed,
@@ -155,6 +157,7 @@ request!(RebuildRequest, Rebuild => Rebuild(RebuildReport));
 request!(EmbedJob, Embed => Vectors(Vectors));
 request!(BackfillRequest, Backfill => Backfill(BackfillReport));
 request!(ForgetRequest, Forget => Forget(ForgetReport));
+request!(RestoreRequest, Restore => Restore(RestoreReport));
 
 /// [`Job::Ping`] as a [`Request`].
 #[derive(Debug, Clone, Copy)]
@@ -330,6 +333,7 @@ pub enum Output {
     Vectors(Vectors),
     Backfill(BackfillReport),
     Forget(ForgetReport),
+    Restore(RestoreReport),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -483,4 +487,52 @@ mod tests {
         assert!(!WorkerKind::Sql.one_shot() && WorkerKind::Sync.one_shot());
         assert!(!WorkerKind::Embed.one_shot() && WorkerKind::Index.one_shot());
     }
+}
+
+/// Which session `pond restore` writes back (with its subagent sessions), and where.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestoreRequest {
+    pub session: String,
+    /// Write under this folder instead of where the client reads the files.
+    pub out_dir: Option<std::path::PathBuf>,
+    /// Say what would be written, write nothing.
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestoreReport {
+    pub session: String,
+    pub dry_run: bool,
+    /// The session's file first, then its subagents'.
+    pub files: Vec<RestoredFile>,
+    pub elapsed_ms: u64,
+    /// The worker's peak resident memory (VmHWM), KiB.
+    pub peak_kib: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestoredFile {
+    pub session_id: String,
+    pub path: String,
+    pub lines: u64,
+    pub bytes: u64,
+    /// Lines of the original file that were never stored (malformed, invalid UTF-8, over
+    /// the size limit): the file differs from the original there.
+    pub lines_missing: u64,
+    /// Stored lines of an earlier version of the file (rewritten between syncs), left out.
+    pub superseded: u64,
+    pub state: FileState,
+}
+
+/// What restore found or did at a file's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileState {
+    /// Nothing there: written (or would be, in a dry run).
+    Missing,
+    Written,
+    /// Already there with exactly these bytes.
+    Present,
+    /// Something else is there: never overwritten.
+    Differs,
 }

@@ -19,6 +19,7 @@ pub mod maintenance;
 mod owners;
 mod read;
 pub mod records;
+pub mod restore;
 pub mod rowmap;
 pub mod schema;
 pub mod search;

@@ -43,6 +43,8 @@ impl Env {
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
             .env_remove("POND_STORE")
+            .env_remove("POND_CONFIG")
+            .env_remove("XDG_CONFIG_HOME")
             // Logs at their default level unless a test asks for more.
             .env_remove("RUST_LOG")
             .env_remove("POND_LOG")
@@ -189,4 +191,21 @@ pub fn footprint_kib(pid: u32) -> u64 {
 /// Send `sig` to `pid`.
 pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).expect("kill");
+}
+
+/// Every file under `dir` with its bytes, by path.
+pub fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                out.insert(p, bytes);
+            }
+        }
+    }
+    out
 }

@@ -331,3 +331,53 @@ fn the_shared_corpus_answers_alike_whatever_order_its_files_are_synced_in() {
         assert_eq!(r, &results[0]);
     }
 }
+
+#[test]
+fn every_session_of_the_shared_corpus_is_restored_byte_for_byte() {
+    let env = Env::new();
+    let Some(src) = corpus_copy(env.dir.path(), &[]) else {
+        return;
+    };
+    env.sync(&src);
+    let originals = crate::common::files_under(&src);
+    std::fs::remove_dir_all(&src).unwrap();
+    // Top-level sessions, and subagents whose parent the corpus does not hold.
+    let top = env.sql_json(
+        "SELECT id FROM sessions WHERE parent_session_id IS NULL \
+         OR parent_session_id NOT IN (SELECT id FROM sessions)",
+    );
+    let ids: Vec<&str> = top
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let mut restored = 0;
+    for id in &ids {
+        let r = env.json(&["restore", id, "--json"]);
+        for f in r["files"].as_array().unwrap() {
+            let path = PathBuf::from(f["path"].as_str().unwrap());
+            let state = f["state"].as_str().unwrap();
+            // A file two sessions claim (a resumed session) is written once.
+            assert!(state == "written" || state == "present", "{id}: {f}");
+            let original = originals
+                .get(&path)
+                .unwrap_or_else(|| panic!("{} was not in the corpus", path.display()));
+            assert!(
+                std::fs::read(&path).unwrap() == *original,
+                "{} differs from the original ({f})",
+                path.display()
+            );
+            restored += 1;
+        }
+    }
+    let sessions = env.count("sessions") as usize;
+    assert_eq!(
+        restored, sessions,
+        "every stored session's file is restored"
+    );
+    eprintln!(
+        "{} sessions ({restored} files with subagents) restored byte for byte",
+        ids.len()
+    );
+}

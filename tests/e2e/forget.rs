@@ -43,20 +43,9 @@ fn sessions_in(v: &Value) -> Vec<String> {
 
 /// Whether any file under `dir` holds `needle`'s bytes.
 fn on_disk(dir: &Path, needle: &str) -> bool {
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
-                    return true;
-                }
-            }
-        }
-    }
-    false
+    crate::common::files_under(dir)
+        .values()
+        .any(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! One test binary with modules keeps link time down.
 
 mod common;
+mod config;
 mod corpus;
 mod embed;
 mod faults;
@@ -13,5 +14,6 @@ mod mcp;
 mod privacy;
 mod query;
 mod replays;
+mod restore;
 mod rowmap;
 mod sync;

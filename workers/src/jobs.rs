@@ -177,6 +177,13 @@ async fn execute(
             Ok(Output::Forget(report))
         }
         Job::Sql(q) => run_sql(store, &q).await.map(Output::Sql),
+        Job::Restore(req) => {
+            let mut report = crate::restore::run(store, &req)
+                .await
+                .map_err(JobError::from)?;
+            report.peak_kib = peak_kib();
+            Ok(Output::Restore(report))
+        }
         Job::Sync(req) => {
             let mut each = |p| progress(Progress::Sync(p));
             let mut report = crate::sync::run(store, &req, &mut each)

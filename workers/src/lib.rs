@@ -15,4 +15,5 @@ pub mod jobs;
 pub mod process;
 pub mod quarantine;
 pub mod repair;
+pub mod restore;
 pub mod sync;

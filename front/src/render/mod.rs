@@ -14,6 +14,7 @@ use pond_protocol::Choice;
 use pond_store::get::{MessageContext, MessageView, SessionInfo, SessionPage};
 use pond_store::search::SearchResults;
 
+pub mod markdown;
 pub mod reports;
 pub mod status;
 

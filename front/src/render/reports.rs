@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use pond_embed::Manifest;
-use pond_protocol::job::{BackfillReport, ForgetReport, RebuildReport};
+use pond_protocol::job::{BackfillReport, FileState, ForgetReport, RebuildReport, RestoreReport};
 use pond_protocol::sync::SyncReport;
 use pond_store::StoreCounts;
 
@@ -247,6 +247,64 @@ pub fn forgotten(r: &ForgetReport) -> String {
             r.elapsed_ms as f64 / 1000.0
         );
     }
+    out
+}
+
+/// `pond restore`: each file, what was done at its place, and where it is not the original.
+pub fn restored(r: &RestoreReport) -> String {
+    let mut out = String::new();
+    for f in &r.files {
+        let state = match (f.state, r.dry_run) {
+            (FileState::Written, _) => "written",
+            (FileState::Missing, true) => "would write",
+            (FileState::Missing, false) => "not written",
+            (FileState::Present, _) => "already there, identical",
+            (FileState::Differs, _) => "exists and differs: left alone",
+        };
+        let _ = writeln!(
+            out,
+            "{}  {state} ({} lines, {} bytes)",
+            f.path, f.lines, f.bytes
+        );
+        if f.lines_missing > 0 {
+            let _ = writeln!(
+                out,
+                "  {} line{} of the original {} not stored (malformed, invalid UTF-8 or over the size limit): the file differs from it there",
+                f.lines_missing,
+                if f.lines_missing == 1 { "" } else { "s" },
+                if f.lines_missing == 1 { "was" } else { "were" },
+            );
+        }
+        if f.superseded > 0 {
+            let _ = writeln!(
+                out,
+                "  {} stored lines of an earlier version of the file left out (the file was rewritten between syncs)",
+                f.superseded
+            );
+        }
+    }
+    let done = if r.dry_run {
+        FileState::Missing
+    } else {
+        FileState::Written
+    };
+    let written = r.files.iter().filter(|f| f.state == done).count();
+    let _ = writeln!(
+        out,
+        "{} {written} of {} files of session {}{}",
+        if r.dry_run {
+            "would restore"
+        } else {
+            "restored"
+        },
+        r.files.len(),
+        r.session,
+        if r.dry_run {
+            ""
+        } else {
+            "; resume it in its client (claude --resume ID, codex resume ID)"
+        }
+    );
     out
 }
 
