@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use pond_front::model::ModelSource;
-use pond_front::{render, AutoSync, EmbedAfter, Front, ProgressSink};
+use pond_front::{install, render, AutoSync, EmbedAfter, Front, ProgressSink};
 use pond_ingest::SourceKind;
 use pond_protocol::job::{ForgetRequest, RebuildRequest, RestoreRequest, SqlJob};
 use pond_protocol::sync::{SyncRequest, SyncSource};
@@ -67,7 +67,12 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
         sources,
     } = sync;
     match command {
-        Command::Worker { .. } | Command::Config { .. } | Command::Completions { .. } => {
+        Command::Worker { .. }
+        | Command::Config { .. }
+        | Command::Completions { .. }
+        | Command::Install { .. }
+        | Command::Uninstall { .. }
+        | Command::Skill => {
             unreachable!("handled before the store opens")
         }
         Command::Restore {
@@ -528,6 +533,18 @@ pub fn offline(cli: &Cli, settings: &[Shown]) -> Option<std::process::ExitCode> 
                 }
             }
         }
+        Command::Install {
+            client,
+            print,
+            dry_run,
+            json,
+        } => return Some(registration(client, true, *print, *dry_run, *json)),
+        Command::Uninstall {
+            client,
+            dry_run,
+            json,
+        } => return Some(registration(client, false, false, *dry_run, *json)),
+        Command::Skill => print!("{}", install::SKILL),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "pond", &mut std::io::stdout());
@@ -595,5 +612,128 @@ fn home_variable(kind: SourceKind) -> &'static str {
     match kind {
         SourceKind::ClaudeCode => "CLAUDE_CONFIG_DIR",
         SourceKind::Codex => "CODEX_HOME",
+    }
+}
+
+/// `pond install` (`add`) or `pond uninstall`: through `claude mcp` for Claude Code when
+/// it is installed, else by editing the client's file.
+fn registration(
+    client: &str,
+    add: bool,
+    print: bool,
+    dry_run: bool,
+    json: bool,
+) -> std::process::ExitCode {
+    let client = install::Client::named(client).expect("clap checked the name");
+    let (home, exe) = match install_context() {
+        Ok(c) => c,
+        Err(e) => return failed(&e),
+    };
+    if print {
+        print!("{}", install::snippet(client, &home, &exe));
+        return std::process::ExitCode::SUCCESS;
+    }
+    let done = claude_cli(client, &exe, dry_run, add).unwrap_or_else(|| {
+        if add {
+            install::install(client, &home, &exe, dry_run)
+        } else {
+            install::uninstall(client, &home, dry_run)
+        }
+    });
+    match done {
+        Ok(r) => {
+            print_installed(&r, json);
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => failed(&e),
+    }
+}
+
+fn failed(message: &str) -> std::process::ExitCode {
+    eprintln!("pond: {message}");
+    std::process::ExitCode::FAILURE
+}
+
+/// The home folder clients live under, and the pond executable a client should start.
+fn install_context() -> Result<(PathBuf, String), String> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .ok_or("HOME is not set: cannot tell where the clients keep their settings")?;
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| format!("cannot find the pond executable: {e}"))?;
+    Ok((home, exe.display().to_string()))
+}
+
+/// Claude Code through its own command (`claude mcp add -s user`), when it is installed and
+/// pond's entry needs a change; `None` to edit its config file instead.
+fn claude_cli(
+    client: install::Client,
+    exe: &str,
+    dry_run: bool,
+    add: bool,
+) -> Option<Result<install::Installed, String>> {
+    if client != install::Client::ClaudeCode || dry_run {
+        return None;
+    }
+    let claude = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("claude"))
+            .find(|p| p.is_file())
+    })?;
+    let mut cmd = std::process::Command::new(&claude);
+    if add {
+        // Replace an older entry: `add` refuses one that exists.
+        let _ = std::process::Command::new(&claude)
+            .args(["mcp", "remove", "-s", "user", "pond"])
+            .output();
+        cmd.args(["mcp", "add", "-s", "user", "pond", "--", exe, "mcp"]);
+    } else {
+        cmd.args(["mcp", "remove", "-s", "user", "pond"]);
+    }
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) => return Some(Err(format!("cannot run {}: {e}", claude.display()))),
+    };
+    if !out.status.success() {
+        return Some(Err(format!(
+            "{} failed: {}",
+            claude.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from)?;
+    let skill = match install::skill(client, &home, dry_run, add) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(Ok(install::Installed {
+        client: client.name(),
+        changes: std::iter::once(install::Change {
+            path: format!(
+                "{} mcp {} -s user pond",
+                claude.display(),
+                if add { "add" } else { "remove" }
+            ),
+            action: if add { "added" } else { "removed" }.into(),
+            backup: None,
+        })
+        .chain(skill)
+        .collect(),
+    }))
+}
+
+fn print_installed(r: &install::Installed, json: bool) {
+    if json {
+        println!("{}", render::json(r));
+        return;
+    }
+    for c in &r.changes {
+        let backup = c
+            .backup
+            .as_deref()
+            .map(|b| format!(" (backup: {b})"))
+            .unwrap_or_default();
+        println!("{}: {}{backup}", c.path, c.action);
     }
 }

@@ -344,6 +344,32 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Register `pond mcp` with a client (where it reads its MCP servers; a backup of every
+    /// file changed) and install the agent skill where the client reads skills
+    Install {
+        /// claude-code, codex, gemini, cursor, copilot, vscode, opencode, claude-desktop
+        #[arg(value_parser = PossibleValuesParser::new(pond_front::install::Client::ALL.map(|c| c.name())))]
+        client: String,
+        /// Show the entry instead of writing it
+        #[arg(long)]
+        print: bool,
+        /// Say what would change; change nothing
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove pond from a client's MCP servers (and the skill), leaving the rest as it is
+    Uninstall {
+        #[arg(value_parser = PossibleValuesParser::new(pond_front::install::Client::ALL.map(|c| c.name())))]
+        client: String,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the agent skill (SKILL.md) that tells an agent when and how to use pond
+    Skill,
     /// Print a shell completion script (e.g. `pond completions bash > ~/.local/share/bash-completion/completions/pond`)
     Completions { shell: clap_complete::Shell },
     /// Run as a worker process (started by pond itself)

@@ -3,7 +3,7 @@
 //!
 //! What it is for: [`Front`] owns the store and a [`Runner`] and offers every operation
 //! typed (search with the query's embedding, get, SQL, sync then embed, rebuild, backfill,
-//! model, status). Reads run here on the store's capped Lance caches; every heavy job goes
+//! model, status); [`install`] registers `pond mcp` with the clients. Reads run here on the store's capped Lance caches; every heavy job goes
 //! through the runner, by default to worker processes, each kind managed by one actor
 //! ([`workers`]: spawn, handshake, deadlines, memory budget, restarts, idle exit, reaping).
 //! A serving front keeps the archive current in the background ([`background`]). Memory is
@@ -19,6 +19,7 @@
 pub use pond_protocol::footprint;
 
 pub mod background;
+pub mod install;
 pub mod mcp;
 pub mod model;
 pub mod ops;

@@ -1,0 +1,206 @@
+//! `pond install` / `pond uninstall` against a temp HOME holding each client's own config
+//! (other servers, comments, unknown keys): pond added, everything else byte-identical,
+//! a backup of the file changed, a second install changes nothing, uninstall gives the
+//! original back.
+
+use serde_json::Value;
+
+use crate::common::{pond_bin, Env};
+
+/// Each client's file under HOME and what a user already has in it.
+const CLIENTS: [(&str, &str, &str); 8] = [
+    (
+        "claude-code",
+        ".claude.json",
+        "{\n  \"numStartups\": 42,\n  \"mcpServers\": {\n    \"github\": {\n      \"type\": \"stdio\",\n      \"command\": \"gh-mcp\",\n      \"args\": []\n    }\n  },\n  \"projects\": {}\n}\n",
+    ),
+    (
+        "codex",
+        ".codex/config.toml",
+        "# my codex\nmodel = \"gpt-5\"  # the best\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\nargs = [\"--stdio\"]\n\n[profiles.fast]\nmodel = \"o4-mini\"\n",
+    ),
+    (
+        "gemini",
+        ".gemini/settings.json",
+        "{\n  \"theme\": \"GitHub\",\n  \"selectedAuthType\": \"oauth-personal\"\n}\n",
+    ),
+    ("cursor", ".cursor/mcp.json", "{\n  \"mcpServers\": {}\n}\n"),
+    (
+        "copilot",
+        ".copilot/mcp-config.json",
+        "{\n  \"mcpServers\": {\n    \"playwright\": { \"type\": \"local\", \"command\": \"npx\", \"args\": [\"@playwright/mcp\"], \"tools\": [\"*\"] }\n  }\n}\n",
+    ),
+    (
+        "vscode",
+        ".config/Code/User/mcp.json",
+        "{\n\t// servers for every workspace\n\t\"servers\": {\n\t\t\"memory\": {\n\t\t\t\"type\": \"stdio\",\n\t\t\t\"command\": \"mem\",\n\t\t},\n\t},\n\t\"inputs\": []\n}\n",
+    ),
+    (
+        "opencode",
+        ".config/opencode/opencode.json",
+        "{\n  \"$schema\": \"https://opencode.ai/config.json\",\n  \"theme\": \"opencode\"\n}\n",
+    ),
+    (
+        "claude-desktop",
+        ".config/Claude/claude_desktop_config.json",
+        "{\"globalShortcut\":\"\",\"mcpServers\":{\"fs\":{\"command\":\"fs-mcp\",\"args\":[\"/\"]}}}",
+    ),
+];
+
+fn install(env: &Env, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    // No `claude` on this PATH: Claude Code's config file is edited directly.
+    env.json_with(&all, &[("PATH", "/usr/bin:/bin")])
+}
+
+fn backups(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".pond-backup-"))
+        .collect()
+}
+
+/// JSONC as JSON: comments and trailing commas dropped (enough for these fixtures).
+fn jsonc(text: &str) -> Value {
+    let no_comments: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut s = no_comments;
+    for (a, b) in [
+        (",\n\t\t}", "\n\t\t}"),
+        (",\n\t}", "\n\t}"),
+        (",\n}", "\n}"),
+    ] {
+        s = s.replace(a, b);
+    }
+    serde_json::from_str(&s).unwrap_or_else(|e| panic!("{e}: {s}"))
+}
+
+#[test]
+fn every_client_gets_pond_and_keeps_everything_else() {
+    let env = Env::new();
+    let home = env.dir.path();
+    let exe = std::fs::canonicalize(pond_bin()).unwrap();
+    let exe = exe.to_str().unwrap();
+    for (client, rel, original) in CLIENTS {
+        let path = home.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, original).unwrap();
+
+        // A dry run and --print change nothing.
+        let dry = install(&env, &["install", client, "--dry-run"]);
+        assert_eq!(
+            dry["changes"][0]["action"], "would be added",
+            "{client}: {dry}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+        let printed = env.ok_with(
+            &["install", client, "--print"],
+            &[("PATH", "/usr/bin:/bin")],
+        );
+        assert!(printed.contains(exe), "{client}: {printed}");
+
+        let r = install(&env, &["install", client]);
+        assert_eq!(r["changes"][0]["action"], "added", "{client}: {r}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(exe), "{client}: {text}");
+        // The original, as it was, in the backup.
+        let b = backups(path.parent().unwrap());
+        assert_eq!(b.len(), 1, "{client}: {b:?}");
+        let backup = std::fs::read_to_string(path.parent().unwrap().join(&b[0])).unwrap();
+        assert_eq!(backup, original);
+        // The client reads pond's entry, and everything that was there.
+        if client == "codex" {
+            assert!(
+                text.starts_with("# my codex\nmodel = \"gpt-5\"  # the best\n"),
+                "{text}"
+            );
+            assert!(
+                text.contains("[mcp_servers.docs]\ncommand = \"docs-mcp\""),
+                "{text}"
+            );
+            assert!(text.contains("[mcp_servers.pond]"), "{text}");
+            assert!(text.contains("args = [\"mcp\"]"), "{text}");
+            assert!(text.contains("startup_timeout_sec"), "{text}");
+        } else {
+            let v = jsonc(&text);
+            let before = jsonc(original);
+            let (servers, entry) = match client {
+                "vscode" => ("servers", &v["servers"]["pond"]),
+                "opencode" => ("mcp", &v["mcp"]["pond"]),
+                _ => ("mcpServers", &v["mcpServers"]["pond"]),
+            };
+            if client == "opencode" {
+                assert_eq!(entry["command"], serde_json::json!([exe, "mcp"]), "{text}");
+            } else {
+                assert_eq!(entry["command"], exe, "{client}: {text}");
+                assert_eq!(entry["args"], serde_json::json!(["mcp"]), "{client}");
+            }
+            let mut without = v.clone();
+            without[servers].as_object_mut().unwrap().remove("pond");
+            if before.get(servers).is_none() {
+                without.as_object_mut().unwrap().remove(servers);
+            }
+            assert_eq!(without, before, "{client}: something else changed");
+        }
+        if client == "vscode" {
+            assert!(text.contains("// servers for every workspace"), "{text}");
+        }
+
+        // Twice: nothing changes, no second backup.
+        let r = install(&env, &["install", client]);
+        assert_eq!(r["changes"][0]["action"], "unchanged", "{client}: {r}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        assert_eq!(backups(path.parent().unwrap()).len(), 1);
+
+        // Uninstall gives the original back, byte for byte.
+        let r = install(&env, &["uninstall", client]);
+        assert_eq!(r["changes"][0]["action"], "removed", "{client}: {r}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            original,
+            "{client}"
+        );
+        let r = install(&env, &["uninstall", client]);
+        assert_eq!(r["changes"][0]["action"], "unchanged", "{client}: {r}");
+    }
+}
+
+#[test]
+fn the_skill_goes_where_agents_read_it_and_a_broken_file_is_left_alone() {
+    let env = Env::new();
+    let home = env.dir.path();
+    let skill = env.ok(&["skill"]);
+    assert!(skill.starts_with("---\nname: pond\n"), "{skill}");
+    assert!(skill.contains("pond_search"));
+
+    // No config file yet: created, with the skill beside the client.
+    install(&env, &["install", "claude-code"]);
+    let claude = std::fs::read_to_string(home.join(".claude.json")).unwrap();
+    let v: Value = serde_json::from_str(&claude).unwrap();
+    assert_eq!(v["mcpServers"]["pond"]["type"], "stdio");
+    let written = std::fs::read_to_string(home.join(".claude/skills/pond/SKILL.md")).unwrap();
+    assert_eq!(written, skill);
+    install(&env, &["install", "codex"]);
+    assert!(home.join(".agents/skills/pond/SKILL.md").is_file());
+    install(&env, &["uninstall", "claude-code"]);
+    assert!(!home.join(".claude/skills/pond/SKILL.md").exists());
+
+    // A file that is not JSON is named, and not touched.
+    let cursor = home.join(".cursor/mcp.json");
+    std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
+    std::fs::write(&cursor, "{ \"mcpServers\": ").unwrap();
+    let err = env.fails_with(&["install", "cursor"], &[("PATH", "/usr/bin:/bin")]);
+    assert!(err.contains("mcp.json") && err.contains("--print"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&cursor).unwrap(),
+        "{ \"mcpServers\": "
+    );
+    let err = env.fails(&["install", "notepad"]);
+    assert!(err.contains("claude-code"), "{err}");
+}
