@@ -71,6 +71,7 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
         | Command::Config { .. }
         | Command::Completions { .. }
         | Command::Install { .. }
+        | Command::Init { .. }
         | Command::Uninstall { .. }
         | Command::Skill => {
             unreachable!("handled before the store opens")
@@ -329,7 +330,6 @@ fn confirm(question: &str) -> Result<bool> {
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
-/// What to sync: one folder (`--path`), or the clients' default homes, optionally one client.
 /// What the sync settings say beyond one command's flags: exclusions, and the config
 /// file's sources.
 struct SyncSettings {
@@ -508,8 +508,26 @@ async fn model(front: &Front, action: ModelAction, out: Out) -> Result<()> {
 
 /// The commands that need no store: the config file and shell completions. `None` for
 /// every other command.
-pub fn offline(cli: &Cli, settings: &[Shown]) -> Option<std::process::ExitCode> {
+pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCode> {
     match &cli.command {
+        Command::Init { yes, dry_run } => {
+            let (yes, dry_run) = (*yes, *dry_run);
+            match init(cli, yes, dry_run) {
+                // The setup done, the first sync runs as `pond sync` does.
+                Ok(()) if !dry_run => {
+                    cli.command = Command::Sync {
+                        source: None,
+                        path: None,
+                        json: false,
+                        no_index: false,
+                        no_embed: false,
+                    };
+                    return None;
+                }
+                Ok(()) => {}
+                Err(e) => return Some(failed(&format!("{e:#}"))),
+            }
+        }
         Command::Config {
             action: ConfigAction::Path,
         } => println!("{}", crate::config::path(cli).display()),
@@ -736,4 +754,97 @@ fn print_installed(r: &install::Installed, json: bool) {
             .unwrap_or_default();
         println!("{}: {}{backup}", c.path, c.action);
     }
+}
+
+/// Claude Code's `cleanupPeriodDays` that `pond init` proposes: ten years.
+const KEEP_DAYS: i64 = 3650;
+
+/// `pond init` before its first sync: the clients, Claude Code's cleanup, the config file.
+fn init(cli: &Cli, yes: bool, dry_run: bool) -> Result<()> {
+    let interactive = std::io::stdin().is_terminal();
+    if !yes && !dry_run && !interactive {
+        anyhow::bail!("pond init asks before each change: run it on a terminal, or with --yes (or --dry-run to see them)");
+    }
+    let ask = |question: &str| -> Result<bool> {
+        if yes || dry_run {
+            return Ok(true);
+        }
+        confirm(question)
+    };
+    let (home, exe) = install_context().map_err(anyhow::Error::msg)?;
+    let found: Vec<install::Client> = install::Client::ALL
+        .into_iter()
+        .filter(|c| c.detected(&home))
+        .collect();
+    if found.is_empty() {
+        println!(
+            "no MCP client found under {}; `pond install CLIENT` registers one later",
+            home.display()
+        );
+    } else {
+        let names: Vec<&str> = found.iter().map(|c| c.name()).collect();
+        println!(
+            "found: {} (pond archives the sessions of claude-code and codex)",
+            names.join(", ")
+        );
+    }
+    for client in found {
+        if !ask(&format!("register pond with {}?", client.name()))? {
+            continue;
+        }
+        let done = claude_cli(client, &exe, dry_run, true)
+            .unwrap_or_else(|| install::install(client, &home, &exe, dry_run))
+            .map_err(anyhow::Error::msg)?;
+        print_installed(&done, false);
+    }
+    if home.join(".claude").is_dir() || std::env::var_os("CLAUDE_CONFIG_DIR").is_some() {
+        let days = install::cleanup_period_days(&home).map_err(anyhow::Error::msg)?;
+        let shown = days.unwrap_or(install::CLAUDE_DEFAULT_CLEANUP_DAYS);
+        println!(
+            "Claude Code deletes sessions older than {shown} days (cleanupPeriodDays{}); pond keeps its copy either way, and `pond restore` brings one back",
+            if days.is_none() { ", unset" } else { "" }
+        );
+        if shown < KEEP_DAYS && ask(&format!("keep them for {KEEP_DAYS} days instead?"))? {
+            let c = install::set_cleanup_period_days(&home, KEEP_DAYS, dry_run)
+                .map_err(anyhow::Error::msg)?;
+            print_installed(
+                &install::Installed {
+                    client: "claude-code",
+                    changes: vec![c],
+                },
+                false,
+            );
+        }
+    }
+    let config = crate::config::path(cli);
+    if config.exists() {
+        println!(
+            "{}: kept as it is (`pond config show` lists every setting)",
+            config.display()
+        );
+    } else if dry_run {
+        println!(
+            "{}: would be written (every setting, commented out)",
+            config.display()
+        );
+    } else {
+        if let Some(dir) = config.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&config, crate::config::TEMPLATE)?;
+        println!(
+            "{}: written (every setting, commented out)",
+            config.display()
+        );
+    }
+    if dry_run {
+        println!(
+            "then: pond sync (every client's sessions into {})",
+            cli.store
+                .clone()
+                .unwrap_or_else(crate::default_store)
+                .display()
+        );
+    }
+    Ok(())
 }

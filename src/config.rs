@@ -318,3 +318,42 @@ fn home_relative(p: PathBuf) -> PathBuf {
         _ => p,
     }
 }
+
+/// What `pond init` writes: every setting at its default, commented out.
+pub(crate) const TEMPLATE: &str = r#"# pond's settings. A flag or an environment variable overrides each; `pond config show`
+# lists what is in effect and where it came from.
+
+# store = "~/.local/share/pond"
+
+[cache]
+# index_mib = 128
+# metadata_mib = 32
+
+[workers]
+# idle_secs = 60
+# sql_memory_mib = 1536
+# sync_memory_mib = 2048
+
+[mcp]
+# auto_sync_mins = 10
+
+[sync]
+# exclude_projects = []
+
+# [sources.claude-code]
+# enabled = true
+# path = "~/.claude"
+
+# [sources.codex]
+# enabled = true
+# path = "~/.codex"
+"#;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_template_is_a_valid_empty_config() {
+        let file: super::ConfigFile = toml_edit::de::from_str(super::TEMPLATE).unwrap();
+        assert!(file.store.is_none() && file.sources.is_empty());
+    }
+}

@@ -344,6 +344,16 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Set pond up: register it with the clients found, keep Claude Code from deleting
+    /// sessions, write the config file, then sync. Safe to run again
+    Init {
+        /// Answer yes to every question
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Show each change; change nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Register `pond mcp` with a client (where it reads its MCP servers; a backup of every
     /// file changed) and install the agent skill where the client reads skills
     Install {
@@ -465,7 +475,7 @@ fn main() -> std::process::ExitCode {
         }
     };
     let settings = config::apply(&mut cli, &matches, file);
-    if let Some(code) = commands::offline(&cli, &settings) {
+    if let Some(code) = commands::offline(&mut cli, &settings) {
         return code;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -204,3 +204,54 @@ fn the_skill_goes_where_agents_read_it_and_a_broken_file_is_left_alone() {
     let err = env.fails(&["install", "notepad"]);
     assert!(err.contains("claude-code"), "{err}");
 }
+
+#[test]
+fn init_sets_up_the_clients_found_keeps_claude_sessions_and_syncs() {
+    let env = Env::new();
+    let home = env.dir.path();
+    crate::common::copy_dir(
+        &crate::common::fixtures().join("claude"),
+        &home.join(".claude"),
+    );
+    crate::common::copy_dir(
+        &crate::common::fixtures().join("codex"),
+        &home.join(".codex"),
+    );
+    let settings = home.join(".claude/settings.json");
+    std::fs::write(&settings, "{\n  \"model\": \"opus\"\n}\n").unwrap();
+    let vars = [("PATH", "/usr/bin:/bin")];
+
+    let err = env.fails_with(&["init"], &vars);
+    assert!(err.contains("--yes"), "{err}");
+    let dry = env.ok_with(&["init", "--dry-run"], &vars);
+    assert!(dry.contains("found: claude-code, codex"), "{dry}");
+    assert!(dry.contains("30 days"), "{dry}");
+    assert!(!home.join(".claude.json").exists(), "a dry run wrote");
+    assert!(!home.join(".config/pond/config.toml").exists());
+    assert!(!env.store().exists(), "a dry run opened the store");
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        "{\n  \"model\": \"opus\"\n}\n"
+    );
+
+    let out = env.ok_with(&["init", "--yes"], &vars);
+    let claude: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".claude.json")).unwrap()).unwrap();
+    assert!(claude["mcpServers"]["pond"].is_object(), "{out}");
+    let codex = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    assert!(codex.contains("[mcp_servers.pond]"), "{codex}");
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(s["cleanupPeriodDays"], 3650);
+    assert_eq!(s["model"], "opus");
+    assert!(home.join(".config/pond/config.toml").is_file());
+    assert!(env.count("sessions") > 0, "{out}");
+    env.ok(&["config", "show"]);
+
+    // Again: nothing left to change.
+    let again = env.ok_with(&["init", "--yes"], &vars);
+    assert!(
+        !again.contains(": added") && !again.contains(": updated"),
+        "{again}"
+    );
+    assert!(again.contains("kept as it is"), "{again}");
+}

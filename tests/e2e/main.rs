@@ -10,6 +10,7 @@ mod faults;
 mod forget;
 mod hardening;
 mod identity;
+mod inspector;
 mod install;
 mod mcp;
 mod privacy;

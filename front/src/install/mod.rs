@@ -400,3 +400,41 @@ pub fn snippet(client: Client, home: &Path, exe: &str) -> String {
     let body = registered(client, "", exe).unwrap_or_default();
     format!("# {}\n{body}", path.display())
 }
+
+/// Claude Code's user settings file.
+pub fn claude_settings(home: &Path) -> PathBuf {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".claude"))
+        .join("settings.json")
+}
+
+/// Claude Code deletes sessions older than this many days (unset: 30).
+pub const CLAUDE_DEFAULT_CLEANUP_DAYS: i64 = 30;
+
+/// Claude Code's `cleanupPeriodDays`, if set.
+pub fn cleanup_period_days(home: &Path) -> Result<Option<i64>, String> {
+    let path = claude_settings(home);
+    let text = read_opt(&path)?.unwrap_or_default();
+    let value =
+        json::get(&text, &["cleanupPeriodDays"]).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(value.and_then(|v| v.trim().parse().ok()))
+}
+
+/// Set Claude Code's `cleanupPeriodDays`, every other setting kept (with a backup).
+pub fn set_cleanup_period_days(home: &Path, days: i64, dry_run: bool) -> Result<Change, String> {
+    let path = claude_settings(home);
+    let old = read_opt(&path)?;
+    let new = json::set(
+        old.as_deref().unwrap_or(""),
+        &["cleanupPeriodDays"],
+        &days.into(),
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    let action = match old.as_deref() {
+        Some(o) if o == new => "unchanged",
+        Some(_) => "updated",
+        None => "added",
+    };
+    apply(&path, old.as_deref(), &new, action, dry_run)
+}
