@@ -94,16 +94,25 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             Ok(())
         }
         Command::Export { session, format } => export(front, &session, format, out).await,
-        Command::Mcp { auto_sync_mins } => {
-            let auto_sync = (auto_sync_mins > 0).then(|| AutoSync {
-                every: Duration::from_secs(auto_sync_mins * 60),
-                request: SyncRequest {
-                    sources: source_list(None, None, &sources),
-                    skip_index: false,
-                    exclude_projects,
-                },
-            });
+        Command::Mcp { auto_sync_mins, .. } => {
+            let auto_sync = auto_sync_of(auto_sync_mins, &sources, exclude_projects);
             pond_front::mcp::serve_stdio(front.clone(), auto_sync)
+                .await
+                .map_err(anyhow::Error::msg)
+        }
+        Command::Serve {
+            auto_sync_mins,
+            idle_exit_mins,
+            idle_exit_secs,
+            socket,
+        } => {
+            let opts = pond_front::mcp::socket::ServeOptions {
+                socket: socket
+                    .unwrap_or_else(|| pond_front::mcp::socket::socket_path(front.store().root())),
+                idle_exit: Duration::from_secs(idle_exit_secs.unwrap_or(idle_exit_mins * 60)),
+                auto_sync: auto_sync_of(auto_sync_mins, &sources, exclude_projects),
+            };
+            pond_front::mcp::socket::serve(front.clone(), opts)
                 .await
                 .map_err(anyhow::Error::msg)
         }
@@ -510,6 +519,31 @@ async fn model(front: &Front, action: ModelAction, out: Out) -> Result<()> {
 /// every other command.
 pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCode> {
     match &cli.command {
+        Command::Mcp {
+            standalone: false,
+            auto_sync_mins,
+        } => {
+            let auto_sync_mins = *auto_sync_mins;
+            let attached = crate::bridge_of(cli, auto_sync_mins)
+                .and_then(|b| b.connect().map(|first| (b, first)));
+            match attached {
+                Ok((bridge, first)) => {
+                    // Once stdin is being read, falling back is no longer possible.
+                    if let Err(e) = bridge.run(first) {
+                        return Some(failed(&e));
+                    }
+                }
+                Err(e) => {
+                    // No shared server: serve in this process, as before.
+                    eprintln!("pond: {e}; serving in this process instead");
+                    cli.command = Command::Mcp {
+                        auto_sync_mins,
+                        standalone: true,
+                    };
+                    return None;
+                }
+            }
+        }
         Command::Init { yes, dry_run } => {
             let (yes, dry_run) = (*yes, *dry_run);
             match init(cli, yes, dry_run) {
@@ -847,4 +881,20 @@ fn init(cli: &Cli, yes: bool, dry_run: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The background sync of a serving front: every `mins` minutes (0: none).
+fn auto_sync_of(
+    mins: u64,
+    sources: &BTreeMap<String, crate::config::Source>,
+    exclude_projects: Vec<String>,
+) -> Option<AutoSync> {
+    (mins > 0).then(|| AutoSync {
+        every: Duration::from_secs(mins * 60),
+        request: SyncRequest {
+            sources: source_list(None, None, sources),
+            skip_index: false,
+            exclude_projects,
+        },
+    })
 }

@@ -218,11 +218,13 @@ pub(crate) fn apply(cli: &mut Cli, matches: &ArgMatches, file: ConfigFile) -> Ve
     // what `pond mcp` would use.
     let mut auto_sync = AUTO_SYNC_MINS;
     let mcp = matches.subcommand_matches("mcp");
+    let serve = matches.subcommand_matches("serve");
     let value = match &mut cli.command {
-        crate::Command::Mcp { auto_sync_mins } => auto_sync_mins,
+        crate::Command::Mcp { auto_sync_mins, .. }
+        | crate::Command::Serve { auto_sync_mins, .. } => auto_sync_mins,
         _ => &mut auto_sync,
     };
-    let m = mcp.unwrap_or(matches);
+    let m = mcp.or(serve).unwrap_or(matches);
     setting(
         out,
         m,

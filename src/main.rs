@@ -19,6 +19,7 @@ use pond_store::get::{self, PageFrom};
 use pond_store::search::{SearchMode, SortBy};
 use pond_store::{Store, StoreConfig};
 
+mod bridge;
 mod commands;
 mod config;
 
@@ -259,12 +260,33 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve the archive to an agent over MCP (stdio)
+    /// Serve the archive to an agent over MCP (stdio): a bridge to the store's resident
+    /// server (`pond serve`), started when none runs
     Mcp {
         /// Sync the default homes (~/.claude, ~/.codex) at start and then every N minutes,
-        /// in a worker (0: never)
+        /// in a worker (0: never); a started server takes it
         #[arg(long, env = "POND_AUTO_SYNC_MINS", default_value_t = 10)]
         auto_sync_mins: u64,
+        /// Serve in this process instead of through the shared server
+        #[arg(long, env = "POND_STANDALONE")]
+        standalone: bool,
+    },
+    /// The store's resident MCP server, shared by every `pond mcp` of the machine over a
+    /// Unix socket (started by `pond mcp` when none runs)
+    Serve {
+        /// Sync the default homes at start and then every N minutes (0: never)
+        #[arg(long, env = "POND_AUTO_SYNC_MINS", default_value_t = 10)]
+        auto_sync_mins: u64,
+        /// Exit after this many minutes with no client connected
+        #[arg(long, env = "POND_IDLE_EXIT_MINS", default_value_t = 30)]
+        idle_exit_mins: u64,
+        /// The same in seconds (tests)
+        #[arg(long, env = "POND_IDLE_EXIT_SECS", hide = true)]
+        idle_exit_secs: Option<u64>,
+        /// Listen here [default: $XDG_RUNTIME_DIR/pond/HASH.sock, HASH naming the store's
+        /// path; else STORE/serve.sock]
+        #[arg(long)]
+        socket: Option<PathBuf>,
     },
     /// Remove sessions from the archive for good: every dataset, the indexes, the vectors,
     /// and the disk; no later sync stores them again. Give one selector or more (all must
@@ -571,4 +593,43 @@ pub(crate) fn front(cli: &Cli) -> Result<Front> {
     let store = Arc::new(store);
     let runner = runner(cli, &store)?;
     Ok(Front::new(store, runner))
+}
+
+/// How `pond mcp` reaches the store's server: its socket, and how to start one with this
+/// command's settings.
+pub(crate) fn bridge_of(cli: &Cli, auto_sync_mins: u64) -> Result<bridge::Bridge, String> {
+    let root = cli.store.clone().unwrap_or_else(default_store);
+    // The store's folder exists before its socket is named by its canonical path.
+    pond_front::mcp::socket::private_dir(&root)
+        .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the pond executable: {e}"))?;
+    let mut args: Vec<std::ffi::OsString> = vec!["--store".into(), root.clone().into()];
+    for (flag, value) in [
+        ("--index-cache-mib", cli.index_cache_mib as u64),
+        ("--metadata-cache-mib", cli.metadata_cache_mib as u64),
+        ("--worker-idle-secs", cli.worker_idle_secs),
+        ("--sql-memory-mib", cli.sql_memory_mib),
+        ("--sync-memory-mib", cli.sync_memory_mib),
+    ] {
+        args.extend([flag.into(), value.to_string().into()]);
+    }
+    for p in &cli.exclude_projects {
+        args.extend(["--exclude-project".into(), p.into()]);
+    }
+    if let Some(c) = &cli.config {
+        args.extend(["--config".into(), c.clone().into()]);
+    }
+    args.extend(verbosity_args(cli));
+    args.extend([
+        "serve".into(),
+        "--auto-sync-mins".into(),
+        auto_sync_mins.to_string().into(),
+    ]);
+    Ok(bridge::Bridge {
+        socket: pond_front::mcp::socket::socket_path(&root),
+        log: root.join("serve.log"),
+        exe,
+        serve_args: args,
+    })
 }

@@ -182,7 +182,7 @@ fn main() {
         cmd.env("POND_AUTO_SYNC_MINS", "0")
             .arg("--store")
             .arg(&store)
-            .arg("mcp");
+            .args(["mcp", "--standalone"]);
         let f = front::Front::start(cmd, |_| {}).await;
         f.call("pond_search", json!({"query": "warm up"})).await;
         let before = footprint_mib(f.pid);

@@ -257,7 +257,7 @@ async fn run_mode(
     }
     // The start-up sync reads an empty home, finds no new files and rebuilds the row map;
     // the next one would come a day later.
-    cmd.arg("mcp")
+    cmd.args(["mcp", "--standalone"])
         .env("POND_AUTO_SYNC_MINS", "1440")
         .env("HOME", &home)
         .env_remove("CLAUDE_CONFIG_DIR")

@@ -84,7 +84,8 @@ async fn front(store: &std::path::Path, in_process: bool, queries: u64, idle: u6
         cmd.arg("--in-process");
     }
     // Serving only: no background sync of this machine's homes into the bench store.
-    cmd.arg("mcp").env("POND_AUTO_SYNC_MINS", "0");
+    cmd.args(["mcp", "--standalone"])
+        .env("POND_AUTO_SYNC_MINS", "0");
     let front = Front::start(cmd, |_| {}).await;
     let pid = front.pid;
     let call = |name: &'static str, args: Value| front.call(name, args);

@@ -49,7 +49,9 @@ impl Env {
             .env_remove("RUST_LOG")
             .env_remove("POND_LOG")
             // Tests that want `pond mcp` to sync in the background ask for it.
-            .env("POND_AUTO_SYNC_MINS", "0");
+            .env("POND_AUTO_SYNC_MINS", "0")
+            // `pond mcp` serves in its own process unless a test asks for the shared server.
+            .env("POND_STANDALONE", "true");
         c
     }
 

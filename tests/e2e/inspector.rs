@@ -16,7 +16,7 @@ fn inspector(env: &Env, args: &[&str]) -> Option<Value> {
     let out = Command::new("npx")
         .args(["-y", INSPECTOR, "--cli", pond_bin(), "--store"])
         .arg(&store)
-        .args(["mcp", "--auto-sync-mins", "0"])
+        .args(["mcp", "--standalone", "--auto-sync-mins", "0"])
         .args(args)
         .output();
     let out = match out {

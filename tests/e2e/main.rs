@@ -18,4 +18,5 @@ mod query;
 mod replays;
 mod restore;
 mod rowmap;
+mod serve;
 mod sync;

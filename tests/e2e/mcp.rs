@@ -43,7 +43,8 @@ pub(crate) async fn connect(env: &Env, extra: &[&str]) -> Client {
     connect_with(env, extra, &[]).await
 }
 
-async fn connect_with(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Client {
+/// `env.cmd` as a tokio command (the store, the test's homes and variables) with `vars`.
+pub(crate) fn tokio_cmd(env: &Env, vars: &[(&str, &str)]) -> tokio::process::Command {
     let mut std_cmd = env.cmd(&[]);
     std_cmd.envs(vars.iter().copied());
     let mut cmd = tokio::process::Command::new(pond_bin());
@@ -54,6 +55,11 @@ async fn connect_with(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Clien
             None => cmd.env_remove(k),
         };
     }
+    cmd
+}
+
+async fn connect_with(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Client {
+    let mut cmd = tokio_cmd(env, vars);
     cmd.args(extra).arg("mcp");
     let s = pond_benches::stdio::spawn(cmd).expect("start pond mcp");
     let service = ().serve(s.io).await.expect("MCP handshake");

@@ -28,6 +28,7 @@ use crate::render;
 
 pub mod args;
 pub mod schema;
+pub mod socket;
 
 use args::{GetMessageArgs, GetSessionArgs, SearchArgs, SqlArgs, TOOLS};
 

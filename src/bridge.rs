@@ -1,0 +1,293 @@
+//! `pond mcp` as a bridge: the MCP host's stdio joined to the store's resident server
+//! (`pond serve`), which it starts when none runs. The bridge opens no store and loads no
+//! heavy library: it copies lines, and remembers just enough of them to survive the
+//! server's death: the client's `initialize` and `notifications/initialized` (replayed to
+//! a new server, whose answer to the replayed `initialize` is swallowed) and the ids of the
+//! requests in flight (each answered with an error that says to retry).
+//!
+//! Starting is serialized by a lock beside the socket, so bridges started at the same
+//! instant start one server.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pond_front::mcp::socket;
+use serde::Deserialize;
+
+/// The id the bridge gives a replayed `initialize`, so that its answer can be swallowed.
+const REPLAY_ID: &str = "pond-bridge-replay";
+/// How long a started server may take to listen.
+const START_WAIT: Duration = Duration::from_secs(20);
+/// Give up after this many server restarts within a minute.
+const MAX_RESTARTS: usize = 5;
+
+/// How to reach (and start) the store's server.
+pub struct Bridge {
+    pub socket: PathBuf,
+    /// Where a started server logs.
+    pub log: PathBuf,
+    /// `pond` and its arguments for `pond … serve …`.
+    pub exe: PathBuf,
+    pub serve_args: Vec<OsString>,
+}
+
+/// Just what the bridge reads of a message.
+#[derive(Deserialize)]
+struct Peek {
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+}
+
+#[derive(Default)]
+struct Session {
+    initialize: Option<serde_json::Value>,
+    initialized: Option<String>,
+    /// Ids (as JSON text) of the client's requests not yet answered.
+    in_flight: HashSet<String>,
+}
+
+impl Bridge {
+    /// Connect to the running server, or start one and connect.
+    pub fn connect(&self) -> Result<UnixStream, String> {
+        if let Ok(s) = UnixStream::connect(&self.socket) {
+            return Ok(s);
+        }
+        let dir = self.socket.parent().unwrap_or(Path::new("."));
+        socket::private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let lock_path = socket::with_suffix(&self.socket, ".start");
+        let lock = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+        lock.lock().map_err(|e| e.to_string())?;
+        // Another bridge may have started it while this one waited.
+        if let Ok(s) = UnixStream::connect(&self.socket) {
+            return Ok(s);
+        }
+        if socket::running(&self.socket).is_none() {
+            self.start()?;
+        }
+        let since = Instant::now();
+        loop {
+            match UnixStream::connect(&self.socket) {
+                Ok(s) => return Ok(s),
+                Err(e) if since.elapsed() > START_WAIT => {
+                    return Err(format!(
+                        "the pond server did not listen on {} within {START_WAIT:?} ({e}); see {}",
+                        self.socket.display(),
+                        self.log.display()
+                    ))
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+
+    /// `pond serve` detached: its own session, no terminal, its log in a file.
+    fn start(&self) -> Result<(), String> {
+        if let Some(dir) = self.log.parent() {
+            socket::private_dir(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.args(&self.serve_args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(log);
+        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::unistd::setsid()
+                    .map(|_| ())
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
+        // The server outlives the bridge; a thread reaps it if it exits first.
+        std::thread::spawn(move || {
+            let mut child = child;
+            let _ = child.wait();
+        });
+        Ok(())
+    }
+
+    /// Join stdin/stdout to the server on `first` until the client closes stdin.
+    pub fn run(&self, first: UnixStream) -> Result<(), String> {
+        let writer = Arc::new(Mutex::new(first.try_clone().map_err(|e| e.to_string())?));
+        let session = Arc::new(Mutex::new(Session::default()));
+        let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        {
+            let (writer, session, closing) = (writer.clone(), session.clone(), closing.clone());
+            std::thread::spawn(move || upstream(&writer, &session, &closing));
+        }
+        let mut reader = BufReader::new(first);
+        let mut restarts: Vec<Instant> = Vec::new();
+        let stdout = std::io::stdout();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = reader.read_line(&mut line);
+            if matches!(read, Ok(n) if n > 0) {
+                self.deliver(&line, &session, &mut stdout.lock());
+                continue;
+            }
+            if closing.load(std::sync::atomic::Ordering::SeqCst) {
+                return Ok(());
+            }
+            // The server is gone: answer what was in flight, start another, replay the hello.
+            let mut w = writer.lock().expect("writer lock");
+            let mut s = session.lock().expect("session lock");
+            {
+                let mut out = stdout.lock();
+                for id in s.in_flight.drain() {
+                    let _ = writeln!(out, "{}", retry_error(&id));
+                }
+                let _ = out.flush();
+            }
+            let (fresh, fresh_reader) = self.reopen(&s, &mut restarts)?;
+            drop(s);
+            *w = fresh;
+            drop(w);
+            reader = fresh_reader;
+        }
+    }
+
+    /// A connection to a new server that has answered the client's replayed `initialize`
+    /// (a connection a dying server accepted ends before that, and is made again).
+    fn reopen(
+        &self,
+        s: &Session,
+        restarts: &mut Vec<Instant>,
+    ) -> Result<(UnixStream, BufReader<UnixStream>), String> {
+        loop {
+            restarts.retain(|t| t.elapsed() < Duration::from_secs(60));
+            if restarts.len() >= MAX_RESTARTS {
+                return Err(format!(
+                    "the pond server stopped {MAX_RESTARTS} times in a minute; see {}",
+                    self.log.display()
+                ));
+            }
+            restarts.push(Instant::now());
+            let fresh = self.connect()?;
+            let mut reader = BufReader::new(fresh.try_clone().map_err(|e| e.to_string())?);
+            let Some(init) = &s.initialize else {
+                return Ok((fresh, reader));
+            };
+            let mut replay = init.clone();
+            replay["id"] = REPLAY_ID.into();
+            if writeln!(&fresh, "{replay}").is_err() {
+                continue;
+            }
+            let mut line = String::new();
+            let answered = loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(n) if n > 0 => {}
+                    _ => break false,
+                }
+                let answer = serde_json::from_str::<Peek>(&line).is_ok_and(|p| {
+                    p.method.is_none() && p.id.as_ref().and_then(|i| i.as_str()) == Some(REPLAY_ID)
+                });
+                if answer {
+                    break true;
+                }
+                // Anything else the server says first goes to the client.
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(line.as_bytes());
+                let _ = out.flush();
+            };
+            if !answered {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            if let Some(done) = &s.initialized {
+                let _ = writeln!(&fresh, "{}", done.trim_end());
+            }
+            return Ok((fresh, reader));
+        }
+    }
+
+    /// One message from the server to the client (the answer to a replayed `initialize`
+    /// is swallowed).
+    fn deliver(&self, line: &str, session: &Mutex<Session>, out: &mut impl Write) {
+        if let Ok(p) = serde_json::from_str::<Peek>(line) {
+            if p.method.is_none() {
+                if let Some(id) = &p.id {
+                    if id.as_str() == Some(REPLAY_ID) {
+                        return;
+                    }
+                    session
+                        .lock()
+                        .expect("session lock")
+                        .in_flight
+                        .remove(&id.to_string());
+                }
+            }
+        }
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+/// The client's messages to the server, a line each; remembers the hello and what is in
+/// flight. At the end of stdin, the server's side is closed for writing.
+fn upstream(
+    writer: &Mutex<UnixStream>,
+    session: &Mutex<Session>,
+    closing: &std::sync::atomic::AtomicBool,
+) {
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    let mut input = stdin.lock();
+    loop {
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        // The writer first, then the session: the order the restart takes them in, so a
+        // request is either answered by the old server's error or sent to the new one.
+        let w = writer.lock().expect("writer lock");
+        if let Ok(p) = serde_json::from_str::<Peek>(&line) {
+            let mut s = session.lock().expect("session lock");
+            match (p.method.as_deref(), &p.id) {
+                (Some("initialize"), _) => s.initialize = serde_json::from_str(&line).ok(),
+                (Some("notifications/initialized"), _) => s.initialized = Some(line.clone()),
+                _ => {}
+            }
+            if let (Some(_), Some(id)) = (&p.method, &p.id) {
+                s.in_flight.insert(id.to_string());
+            }
+        }
+        // A failed write: the server died; the reader restarts it and answers in flight.
+        let _ = (&*w).write_all(line.as_bytes());
+    }
+    closing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let w = writer.lock().expect("writer lock");
+    let _ = w.shutdown(std::net::Shutdown::Write);
+}
+
+/// The answer to a request the server died holding.
+fn retry_error(id: &str) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32000,\"message\":\"pond's server stopped while answering this request and has been restarted: retry it\"}}}}"
+    )
+}

@@ -1,0 +1,254 @@
+//! One resident server per store: `pond mcp` bridges started at once start one `pond
+//! serve`, answer as a standalone front does, survive the server's death (the call in
+//! flight gets an error, the next works), and the server exits when idle leaving nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+use crate::common::{alive, signal, wait_for, Env};
+use crate::mcp::{connect, runtime, tokio_cmd};
+
+struct Bridge {
+    service: RunningService<RoleClient, ()>,
+    _child: tokio::process::Child,
+}
+
+/// `pond mcp` as a bridge (the tests' default is standalone), with its sockets under
+/// `runtime_dir` and a server that exits after `idle_secs` without clients.
+async fn bridge(env: &Env, runtime_dir: &Path, idle_secs: u64) -> Bridge {
+    let mut cmd = tokio_cmd(env, &[]);
+    cmd.env_remove("POND_STANDALONE")
+        .env("XDG_RUNTIME_DIR", runtime_dir)
+        .env("POND_IDLE_EXIT_SECS", idle_secs.to_string())
+        .arg("mcp");
+    let s = pond_benches::stdio::spawn(cmd).expect("start pond mcp");
+    let service = ().serve(s.io).await.expect("MCP handshake through the bridge");
+    Bridge {
+        service,
+        _child: s.child,
+    }
+}
+
+async fn call(
+    service: &RunningService<RoleClient, ()>,
+    name: &str,
+    args: Value,
+) -> Result<String, String> {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    match service
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
+        .await
+    {
+        Ok(r) => {
+            let t: Vec<String> = r
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect();
+            Ok(t.join("\n"))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Processes whose command line holds `store` and `word` (a server: "serve"; a worker:
+/// "worker").
+fn processes(store: &Path, word: &str) -> Vec<u32> {
+    let store = store.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.iter().any(|a| a == &store) && args.iter().any(|a| a == word) {
+            // A zombie holds no memory and no socket: only the living count.
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            if !stat.contains(") Z ") {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+fn sockets_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir.join("pond"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+const QUERIES: [(&str, &str); 3] = [
+    ("pond_search", r#"{"query": "invoices table"}"#),
+    (
+        "pond_get_session",
+        r#"{"id": "11111111-1111-4111-8111-111111111111"}"#,
+    ),
+    (
+        "pond_sql",
+        r#"{"query": "SELECT id, role FROM messages ORDER BY id LIMIT 5"}"#,
+    ),
+];
+
+#[test]
+fn eight_bridges_started_at_once_share_one_server_and_answer_as_a_standalone_front() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let run = tempfile::tempdir().unwrap();
+    let store = env.store().canonicalize().unwrap();
+    runtime().block_on(async {
+        let alone = connect(&env, &[]).await;
+        let mut want = Vec::new();
+        for (tool, args) in QUERIES {
+            want.push(alone.ok(tool, serde_json::from_str(args).unwrap()).await);
+        }
+        drop(alone);
+
+        let bridges = futures::future::join_all((0..8).map(|_| bridge(&env, run.path(), 60))).await;
+        assert_eq!(
+            processes(&store, "serve").len(),
+            1,
+            "one server for eight bridges"
+        );
+        let answers = futures::future::join_all(bridges.iter().map(|b| async {
+            let mut got = Vec::new();
+            for (tool, args) in QUERIES {
+                got.push(
+                    call(&b.service, tool, serde_json::from_str(args).unwrap())
+                        .await
+                        .unwrap(),
+                );
+            }
+            got
+        }))
+        .await;
+        for got in answers {
+            // The SQL footer holds the query's time: compare the tables.
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.lines().next(), w.lines().next());
+                assert_eq!(g.lines().count(), w.lines().count(), "{g}\n---\n{w}");
+            }
+            assert_eq!(got[0], want[0]);
+            assert_eq!(got[1], want[1]);
+        }
+        // A second server for the same store refuses and names the first.
+        let server = processes(&store, "serve")[0];
+        let out = env
+            .cmd(&["serve"])
+            .env("XDG_RUNTIME_DIR", run.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("pid {server}")), "{err}");
+        drop(bridges);
+        signal(server, nix::sys::signal::Signal::SIGTERM);
+        assert!(
+            wait_for(10.0, || !alive(server)),
+            "the server did not stop on SIGTERM"
+        );
+        assert!(
+            sockets_in(run.path()).is_empty(),
+            "{:?}",
+            sockets_in(run.path())
+        );
+    });
+}
+
+#[test]
+fn a_killed_server_fails_the_call_in_flight_and_the_next_call_starts_another() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let run = tempfile::tempdir().unwrap();
+    let store = env.store().canonicalize().unwrap();
+    runtime().block_on(async {
+        let b = bridge(&env, run.path(), 60).await;
+        call(&b.service, "pond_search", json!({"query": "invoices"})).await.unwrap();
+        let server = processes(&store, "serve")[0];
+        let slow = json!({"query": "SELECT count(*) AS n FROM range(100000000000)", "timeout_seconds": 60});
+        let in_flight = call(&b.service, "pond_sql", slow);
+        let killer = async {
+            // The query reaches the sql worker, then the server dies.
+            assert!(wait_for(20.0, || !processes(&store, "worker").is_empty()));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            signal(server, nix::sys::signal::Signal::SIGKILL);
+            Instant::now()
+        };
+        let (answer, killed_at) = tokio::join!(in_flight, killer);
+        let err = answer.expect_err("the call in flight fails");
+        assert!(killed_at.elapsed() < Duration::from_secs(2), "the error came late");
+        assert!(err.contains("retry"), "{err}");
+        // The next call works: a new server, the same session.
+        let log = || std::fs::read_to_string(store.join("serve.log")).unwrap_or_default();
+        let hits = call(&b.service, "pond_search", json!({"query": "invoices"}))
+            .await
+            .unwrap_or_else(|e| panic!("{e}; the servers' log:\n{}", log()));
+        assert!(hits.contains("invoices"), "{hits}");
+        let now = processes(&store, "serve");
+        assert_eq!(now.len(), 1);
+        assert_ne!(now[0], server);
+        // The dead server's sql worker does not outlive it.
+        assert!(wait_for(10.0, || processes(&store, "worker").is_empty()), "orphaned worker");
+        drop(b);
+        signal(now[0], nix::sys::signal::Signal::SIGTERM);
+        assert!(wait_for(10.0, || !alive(now[0])));
+    });
+}
+
+#[test]
+fn the_server_exits_when_the_last_client_leaves_and_leaves_nothing_behind() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let run = tempfile::tempdir().unwrap();
+    let store = env.store().canonicalize().unwrap();
+    runtime().block_on(async {
+        let b = bridge(&env, run.path(), 2).await;
+        call(
+            &b.service,
+            "pond_sql",
+            json!({"query": "SELECT count(*) AS n FROM messages"}),
+        )
+        .await
+        .unwrap();
+        let server = processes(&store, "serve")[0];
+        let sockets = sockets_in(run.path());
+        assert!(
+            sockets
+                .iter()
+                .any(|p| p.extension().is_some_and(|x| x == "sock")),
+            "{sockets:?}"
+        );
+        // Still in use: it stays.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(alive(server));
+        let Bridge { service, _child } = b;
+        service.cancel().await.unwrap();
+        drop(_child);
+        assert!(
+            wait_for(15.0, || !alive(server)),
+            "the idle server did not exit"
+        );
+        assert!(
+            sockets_in(run.path()).is_empty(),
+            "{:?}",
+            sockets_in(run.path())
+        );
+        assert!(
+            processes(&store, "worker").is_empty(),
+            "a worker outlived the server"
+        );
+    });
+}
