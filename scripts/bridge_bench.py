@@ -80,7 +80,7 @@ def server_pid(store):
             args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
         except OSError:
             continue
-        if store.encode() in args and b"serve" in args:
+        if store.encode() in args and b"serve" in args and not args[0].endswith(b"pond-bridge"):
             return int(pid)
     return None
 

@@ -91,6 +91,26 @@ impl Bridge {
         }
     }
 
+    /// Become `pond-bridge` (the binary beside `pond`) with this bridge's settings; returns
+    /// only if that cannot be done, saying why.
+    #[allow(dead_code)] // pond-bridge includes this file too, and never execs itself.
+    pub fn exec(&self) -> String {
+        let Some(dir) = self.exe.parent() else {
+            return "no folder for pond-bridge".into();
+        };
+        let small = dir.join("pond-bridge");
+        if !small.is_file() {
+            return format!("{} is missing", small.display());
+        }
+        let e = std::process::Command::new(&small)
+            .arg(&self.socket)
+            .arg(&self.log)
+            .arg(&self.exe)
+            .args(&self.serve_args)
+            .exec();
+        format!("cannot run {}: {e}", small.display())
+    }
+
     /// `pond serve` detached: its own session, no terminal, its log in a file.
     fn start(&self) -> Result<(), String> {
         if let Some(dir) = self.log.parent() {

@@ -528,6 +528,14 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
                 .and_then(|b| b.connect().map(|first| (b, first)));
             match attached {
                 Ok((bridge, first)) => {
+                    drop(first);
+                    // The small binary beside this one, in this process's place; else here.
+                    let e = bridge.exec();
+                    tracing::debug!("bridging in this process: {e}");
+                    let first = match bridge.connect() {
+                        Ok(s) => s,
+                        Err(e) => return Some(failed(&e)),
+                    };
                     // Once stdin is being read, falling back is no longer possible.
                     if let Err(e) = bridge.run(first) {
                         return Some(failed(&e));

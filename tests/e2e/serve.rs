@@ -74,7 +74,9 @@ fn processes(store: &Path, word: &str) -> Vec<u32> {
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        if args.iter().any(|a| a == &store) && args.iter().any(|a| a == word) {
+        // `pond-bridge` carries the server's arguments to start one: not a server.
+        let bridge = args[0].ends_with("pond-bridge");
+        if !bridge && args.iter().any(|a| a == &store) && args.iter().any(|a| a == word) {
             // A zombie holds no memory and no socket: only the living count.
             let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
             if !stat.contains(") Z ") {
