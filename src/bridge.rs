@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pond_front::mcp::socket;
+use pond_front::rendezvous as socket;
 use serde::Deserialize;
 
 /// The id the bridge gives a replayed `initialize`, so that its answer can be swallowed.

@@ -19,11 +19,13 @@
 pub use pond_protocol::footprint;
 
 pub mod background;
+pub mod clients;
 pub mod install;
 pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod render;
+pub mod rendezvous;
 pub mod runner;
 pub mod status;
 pub mod workers;

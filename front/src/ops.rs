@@ -59,6 +59,7 @@ pub struct Front {
     runner: Runner,
     started: Instant,
     pub(crate) background: Arc<Mutex<Option<BackgroundSync>>>,
+    clients: crate::clients::Clients,
 }
 
 /// Run `fut` as the operation `name`: in its span, logging how long it took and `size` of
@@ -85,7 +86,13 @@ impl Front {
             runner,
             started: Instant::now(),
             background: Arc::default(),
+            clients: Default::default(),
         }
+    }
+
+    /// The MCP clients this front serves.
+    pub fn clients(&self) -> &crate::clients::Clients {
+        &self.clients
     }
 
     pub fn store(&self) -> &Arc<Store> {
@@ -99,7 +106,12 @@ impl Front {
     /// The store's state; with `process`, this front's process and workers too.
     pub async fn status(&self, process: bool) -> Status {
         let background = self.background.lock().expect("background note").clone();
-        status::gather(&self.store, &self.runner, self.started, background, process).await
+        let mut s =
+            status::gather(&self.store, &self.runner, self.started, background, process).await;
+        if let Some(p) = &mut s.process {
+            p.clients = self.clients.list();
+        }
+        s
     }
 
     /// Stop and reap every worker this front started.

@@ -30,6 +30,9 @@ pub struct Status {
     /// What the serving front's own background sync last did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background_sync: Option<BackgroundSync>,
+    /// The store's resident server (`pond serve`), if one runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::rendezvous::ServerState>,
     /// The serving front's process and workers (None for a one-shot CLI command).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<Process>,
@@ -123,6 +126,9 @@ pub struct Process {
     pub uptime_s: u64,
     pub jobs_run_in: JobsRunIn,
     pub workers: Vec<WorkerStatus>,
+    /// The MCP clients this process serves.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<crate::clients::ClientStatus>,
 }
 
 /// The store's state; with `process`, the calling front's process (up since `started`)
@@ -160,6 +166,7 @@ pub(crate) async fn gather(
             .report("sync")
             .and_then(|v| serde_json::from_value(v).ok()),
         background_sync,
+        server: crate::rendezvous::server_of(store.root()),
         process: process.then(|| process_of(runner, started)),
     }
 }
@@ -176,6 +183,7 @@ fn process_of(runner: &Runner, started: Instant) -> Process {
             Runner::InProcess(_) => JobsRunIn::InProcess,
         },
         workers: runner.workers(),
+        clients: Vec::new(),
     }
 }
 

@@ -146,8 +146,31 @@ fn eight_bridges_started_at_once_share_one_server_and_answer_as_a_standalone_fro
             assert_eq!(got[0], want[0]);
             assert_eq!(got[1], want[1]);
         }
-        // A second server for the same store refuses and names the first.
+        // The status names the server and its clients, from the CLI and over MCP.
         let server = processes(&store, "serve")[0];
+        let status = env
+            .cmd(&["status"])
+            .env("XDG_RUNTIME_DIR", run.path())
+            .output()
+            .unwrap();
+        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        assert!(
+            status.contains(&format!("server: pid {server}")),
+            "{status}"
+        );
+        assert!(status.contains("8 clients"), "{status}");
+        let resource = bridges[0]
+            .service
+            .read_resource(rmcp::model::ReadResourceRequestParams::new("pond://status"))
+            .await
+            .unwrap();
+        let text = serde_json::to_value(&resource.contents[0]).unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(text.matches("client (unix)").count(), 8, "{text}");
+        assert!(text.contains("3 calls"), "{text}");
+        // A second server for the same store refuses and names the first.
         let out = env
             .cmd(&["serve"])
             .env("XDG_RUNTIME_DIR", run.path())
@@ -167,6 +190,13 @@ fn eight_bridges_started_at_once_share_one_server_and_answer_as_a_standalone_fro
             "{:?}",
             sockets_in(run.path())
         );
+        let status = env
+            .cmd(&["status"])
+            .env("XDG_RUNTIME_DIR", run.path())
+            .output()
+            .unwrap();
+        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        assert!(status.contains("server: none running"), "{status}");
     });
 }
 

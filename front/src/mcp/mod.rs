@@ -53,6 +53,8 @@ const INSTRUCTIONS: &str = "pond is an archive of past AI coding-agent sessions 
 #[derive(Clone)]
 pub struct PondServer {
     front: Front,
+    /// This session's entry among the front's clients (its calls are counted there).
+    client: std::sync::Arc<crate::clients::Client>,
 }
 
 /// A tool's answer: text for the caller, or a mistake (or failure) explained.
@@ -232,6 +234,7 @@ impl ServerHandler for PondServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.client.called();
         // A panic in a handler (a bug) is this call's tool error, not a dead session; the
         // panic hook logs where it happened, never the message (it may quote archived text).
         let call = std::panic::AssertUnwindSafe(self.call(&request.name, request.arguments));
@@ -276,6 +279,7 @@ impl ServerHandler for PondServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        self.client.called();
         let (text, mime) = match request.uri.as_str() {
             SCHEMA_URI => (schema::schema_text(), "text/markdown"),
             STATUS_URI => (self.status_text().await, "text/plain"),
@@ -306,7 +310,11 @@ pub async fn serve_stdio(front: Front, auto_sync: Option<AutoSync>) -> Result<()
     if let Some(auto) = auto_sync {
         tokio::spawn(front.clone().auto_sync(auto));
     }
-    let server = PondServer { front };
+    let attached = front.clients().attach("stdio");
+    let server = PondServer {
+        front,
+        client: attached.client.clone(),
+    };
     let served = tokio::select! {
         s = server.serve(rmcp::transport::stdio_pipes()) => s,
         _ = term.recv() => { runner.shutdown().await; return Ok(()) }

@@ -8,7 +8,7 @@
 //! server exits when no client has been connected for the idle time, or on SIGTERM/SIGINT,
 //! with the same clean shutdown as the stdio front; it removes its socket and lock file.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +19,7 @@ use rmcp::ServiceExt;
 use tokio::net::UnixListener;
 
 use super::PondServer;
+pub use crate::rendezvous::{lock_path, private_dir, running, socket_path, with_suffix};
 use crate::{AutoSync, Front};
 
 /// How a server runs.
@@ -27,61 +28,6 @@ pub struct ServeOptions {
     /// Exit after this long with no client connected.
     pub idle_exit: Duration,
     pub auto_sync: Option<AutoSync>,
-}
-
-/// Where the server of the store at `root` listens: `$XDG_RUNTIME_DIR/pond/<hash>.sock`,
-/// else `<store>/serve.sock`, else (a path too long for a socket) `/tmp/pond-<uid>/`.
-pub fn socket_path(root: &Path) -> PathBuf {
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    let name = format!("{:016x}.sock", fnv1a(root.as_os_str().as_encoded_bytes()));
-    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir).join("pond").join(name);
-    }
-    let beside = root.join("serve.sock");
-    // sun_path holds 108 bytes with its terminating NUL.
-    if beside.as_os_str().len() < 100 {
-        return beside;
-    }
-    use std::os::unix::fs::MetadataExt;
-    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
-    PathBuf::from(format!("/tmp/pond-{uid}")).join(name)
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-/// The lock file beside a socket: held by its server while it runs, holding its pid.
-pub fn lock_path(socket: &Path) -> PathBuf {
-    with_suffix(socket, ".lock")
-}
-
-pub fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
-    let mut s = p.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
-/// The pid of the server running at `socket`, if one runs (its lock is held).
-pub fn running(socket: &Path) -> Option<u32> {
-    let mut f = std::fs::File::open(lock_path(socket)).ok()?;
-    match f.try_lock_shared() {
-        // Nobody holds it: no server.
-        Ok(()) => None,
-        Err(_) => {
-            let mut pid = String::new();
-            f.read_to_string(&mut pid).ok()?;
-            pid.trim().parse().ok()
-        }
-    }
-}
-
-/// The folder of sockets: created owner-only.
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
 /// The server's hold on its socket: the locked file, removed (with the socket) on drop.
@@ -125,6 +71,7 @@ impl Drop for Held {
         let _ = std::fs::remove_file(&self.socket);
         let _ = std::fs::remove_file(lock_path(&self.socket));
         let _ = std::fs::remove_file(with_suffix(&self.socket, ".start"));
+        let _ = std::fs::remove_file(crate::rendezvous::state_path(&self.socket));
         let _ = self.lock.unlock();
     }
 }
@@ -146,6 +93,11 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
         tokio::spawn(front.clone().auto_sync(auto));
     }
     let clients = Arc::new(AtomicUsize::new(0));
+    let state = StateFile {
+        socket: opts.socket.clone(),
+        started_ms: chrono::Utc::now().timestamp_millis(),
+    };
+    state.write(&front);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut idle_since = Some(Instant::now());
     let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -155,11 +107,16 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
                 let Ok((stream, _)) = accepted else { continue };
                 clients.fetch_add(1, Ordering::SeqCst);
                 idle_since = None;
-                let (clients, stopped, server) =
-                    (clients.clone(), stopped.clone(), PondServer { front: front.clone() });
+                let attached = front.clients().attach("unix");
+                let server = PondServer { front: front.clone(), client: attached.client.clone() };
+                state.write(&front);
+                let (clients, stopped, state) = (clients.clone(), stopped.clone(), state.clone());
+                let front = front.clone();
                 tokio::spawn(async move {
                     session(server, stream, stopped).await;
+                    drop(attached);
                     clients.fetch_sub(1, Ordering::SeqCst);
+                    state.write(&front);
                 });
             }
             _ = tick.tick() => {
@@ -183,6 +140,35 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
     runner.shutdown().await;
     drop(held);
     Ok(())
+}
+
+/// `<socket>.state`: the server's pid, start and client count, for `pond status`.
+#[derive(Clone)]
+struct StateFile {
+    socket: PathBuf,
+    started_ms: i64,
+}
+
+impl StateFile {
+    fn write(&self, front: &Front) {
+        let state = crate::rendezvous::ServerState {
+            pid: std::process::id(),
+            socket: self.socket.clone(),
+            started_ms: self.started_ms,
+            clients: front.clients().count() as u64,
+            footprint_kib: 0,
+            uptime_s: 0,
+        };
+        let path = crate::rendezvous::state_path(&self.socket);
+        let tmp = with_suffix(&path, ".tmp");
+        let json = serde_json::to_vec(&state).expect("the state serializes");
+        if std::fs::write(&tmp, json)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .is_err()
+        {
+            tracing::warn!(path = %path.display(), "cannot write the server's state file");
+        }
+    }
 }
 
 /// One client's MCP session on the shared front.

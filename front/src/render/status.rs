@@ -53,6 +53,22 @@ pub fn resource(s: &Status) -> String {
 
 /// The row map, the embeddings, the background sync and the last sync.
 fn derived(out: &mut String, s: &Status) {
+    match &s.server {
+        Some(srv) => {
+            let _ = writeln!(
+                out,
+                "server: pid {}, up {} s, {} clients, footprint {} MiB, socket {}",
+                srv.pid,
+                srv.uptime_s,
+                srv.clients,
+                srv.footprint_kib >> 10,
+                srv.socket.display()
+            );
+        }
+        None => {
+            let _ = writeln!(out, "server: none running (`pond mcp` starts one)");
+        }
+    }
     let _ = writeln!(out, "{}", rowmap(&s.rowmap));
     let _ = writeln!(out, "{}", embeddings(&s.embeddings));
     if let Some(b) = &s.background_sync {
@@ -153,6 +169,15 @@ fn process(out: &mut String, p: &Process) {
             JobsRunIn::InProcess => "in-process (single-process baseline)",
         }
     );
+    for c in &p.clients {
+        let _ = writeln!(
+            out,
+            "client ({}): connected since {}, {} calls",
+            c.transport,
+            super::time(c.since_ms),
+            c.calls
+        );
+    }
     for w in &p.workers {
         let state = match (w.pid, w.busy) {
             (Some(pid), true) => format!("busy, pid {pid}"),
