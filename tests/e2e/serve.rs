@@ -93,6 +93,16 @@ fn sockets_in(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// `pond status` with the sockets under `runtime_dir`.
+fn status_of(env: &Env, runtime_dir: &Path) -> String {
+    let out = env
+        .cmd(&["status"])
+        .env("XDG_RUNTIME_DIR", runtime_dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 const QUERIES: [(&str, &str); 3] = [
     ("pond_search", r#"{"query": "invoices table"}"#),
     (
@@ -148,12 +158,7 @@ fn eight_bridges_started_at_once_share_one_server_and_answer_as_a_standalone_fro
         }
         // The status names the server and its clients, from the CLI and over MCP.
         let server = processes(&store, "serve")[0];
-        let status = env
-            .cmd(&["status"])
-            .env("XDG_RUNTIME_DIR", run.path())
-            .output()
-            .unwrap();
-        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        let status = status_of(&env, run.path());
         assert!(
             status.contains(&format!("server: pid {server}")),
             "{status}"
@@ -190,12 +195,7 @@ fn eight_bridges_started_at_once_share_one_server_and_answer_as_a_standalone_fro
             "{:?}",
             sockets_in(run.path())
         );
-        let status = env
-            .cmd(&["status"])
-            .env("XDG_RUNTIME_DIR", run.path())
-            .output()
-            .unwrap();
-        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        let status = status_of(&env, run.path());
         assert!(status.contains("server: none running"), "{status}");
     });
 }
