@@ -163,7 +163,7 @@ impl Bridge {
             line.clear();
             let read = reader.read_line(&mut line);
             if matches!(read, Ok(n) if n > 0) {
-                self.deliver(&line, &session, &mut stdout.lock());
+                deliver(&line, &session, &mut stdout.lock());
                 continue;
             }
             if closing.load(std::sync::atomic::Ordering::SeqCst) {
@@ -241,27 +241,23 @@ impl Bridge {
             return Ok((fresh, reader));
         }
     }
+}
 
-    /// One message from the server to the client (the answer to a replayed `initialize`
-    /// is swallowed).
-    fn deliver(&self, line: &str, session: &Mutex<Session>, out: &mut impl Write) {
-        if let Ok(p) = serde_json::from_str::<Peek>(line) {
-            if p.method.is_none() {
-                if let Some(id) = &p.id {
-                    if id.as_str() == Some(REPLAY_ID) {
-                        return;
-                    }
-                    session
-                        .lock()
-                        .expect("session lock")
-                        .in_flight
-                        .remove(&id.to_string());
-                }
-            }
-        }
-        let _ = out.write_all(line.as_bytes());
-        let _ = out.flush();
+/// One message from the server to the client; an answer takes its id out of flight.
+fn deliver(line: &str, session: &Mutex<Session>, out: &mut impl Write) {
+    if let Ok(Peek {
+        id: Some(id),
+        method: None,
+    }) = serde_json::from_str::<Peek>(line)
+    {
+        session
+            .lock()
+            .expect("session lock")
+            .in_flight
+            .remove(&id.to_string());
     }
+    let _ = out.write_all(line.as_bytes());
+    let _ = out.flush();
 }
 
 /// The client's messages to the server, a line each; remembers the hello and what is in

@@ -108,7 +108,7 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
         } => {
             let opts = pond_front::mcp::socket::ServeOptions {
                 socket: socket
-                    .unwrap_or_else(|| pond_front::mcp::socket::socket_path(front.store().root())),
+                    .unwrap_or_else(|| pond_front::rendezvous::socket_path(front.store().root())),
                 idle_exit: Duration::from_secs(idle_exit_secs.unwrap_or(idle_exit_mins * 60)),
                 auto_sync: auto_sync_of(auto_sync_mins, &sources, exclude_projects),
             };
@@ -675,8 +675,7 @@ fn home_variable(kind: SourceKind) -> &'static str {
     }
 }
 
-/// `pond install` (`add`) or `pond uninstall`: through `claude mcp` for Claude Code when
-/// it is installed, else by editing the client's file.
+/// `pond install` (`add`, or `--print` its entry) or `pond uninstall`, reported.
 fn registration(
     client: &str,
     add: bool,
@@ -693,20 +692,31 @@ fn registration(
         print!("{}", install::snippet(client, &home, &exe));
         return std::process::ExitCode::SUCCESS;
     }
-    let done = claude_cli(client, &exe, dry_run, add).unwrap_or_else(|| {
-        if add {
-            install::install(client, &home, &exe, dry_run)
-        } else {
-            install::uninstall(client, &home, dry_run)
-        }
-    });
-    match done {
+    match register(client, &home, &exe, add, dry_run) {
         Ok(r) => {
             print_installed(&r, json);
             std::process::ExitCode::SUCCESS
         }
         Err(e) => failed(&e),
     }
+}
+
+/// Add (or remove) pond's entry for `client`: through `claude mcp` for Claude Code when
+/// that command exists, else in the client's file.
+fn register(
+    client: install::Client,
+    home: &std::path::Path,
+    exe: &str,
+    add: bool,
+    dry_run: bool,
+) -> Result<install::Installed, String> {
+    claude_cli(client, exe, dry_run, add).unwrap_or_else(|| {
+        if add {
+            install::install(client, home, exe, dry_run)
+        } else {
+            install::uninstall(client, home, dry_run)
+        }
+    })
 }
 
 fn failed(message: &str) -> std::process::ExitCode {
@@ -834,9 +844,7 @@ fn init(cli: &Cli, yes: bool, dry_run: bool) -> Result<()> {
         if !ask(&format!("register pond with {}?", client.name()))? {
             continue;
         }
-        let done = claude_cli(client, &exe, dry_run, true)
-            .unwrap_or_else(|| install::install(client, &home, &exe, dry_run))
-            .map_err(anyhow::Error::msg)?;
+        let done = register(client, &home, &exe, true, dry_run).map_err(anyhow::Error::msg)?;
         print_installed(&done, false);
     }
     if home.join(".claude").is_dir() || std::env::var_os("CLAUDE_CONFIG_DIR").is_some() {

@@ -562,14 +562,7 @@ fn runner(cli: &Cli, store: &Arc<Store>) -> Result<Runner> {
         return Ok(Runner::InProcess(local));
     }
     let exe = std::env::current_exe().context("cannot find the pond executable")?;
-    let mut args: Vec<std::ffi::OsString> = vec!["--store".into(), store.root().into()];
-    args.extend([
-        "--index-cache-mib".into(),
-        cli.index_cache_mib.to_string().into(),
-        "--metadata-cache-mib".into(),
-        cli.metadata_cache_mib.to_string().into(),
-    ]);
-    args.extend(verbosity_args(cli));
+    let args = store_args(cli, store.root());
     let mut config = WorkersConfig::new(WorkerCommand { exe, args });
     config.idle_exit = Duration::from_secs(cli.worker_idle_secs.max(1));
     if cli.sync_memory_mib > 0 {
@@ -583,6 +576,20 @@ fn runner(cli: &Cli, store: &Arc<Store>) -> Result<Runner> {
             .insert(WorkerKind::Sql, cli.sql_memory_mib << 10);
     }
     Ok(Runner::Workers(Workers::start(config)))
+}
+
+/// The flags a process pond starts for this store gets: the store, its cache caps, and
+/// this command's verbosity (a worker needs no more; a server gets its settings too).
+fn store_args(cli: &Cli, root: &std::path::Path) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec!["--store".into(), root.into()];
+    args.extend([
+        "--index-cache-mib".into(),
+        cli.index_cache_mib.to_string().into(),
+        "--metadata-cache-mib".into(),
+        cli.metadata_cache_mib.to_string().into(),
+    ]);
+    args.extend(verbosity_args(cli));
+    args
 }
 
 /// Open the store the command names, with the runner its jobs go to.
@@ -600,14 +607,12 @@ pub(crate) fn front(cli: &Cli) -> Result<Front> {
 pub(crate) fn bridge_of(cli: &Cli, auto_sync_mins: u64) -> Result<bridge::Bridge, String> {
     let root = cli.store.clone().unwrap_or_else(default_store);
     // The store's folder exists before its socket is named by its canonical path.
-    pond_front::mcp::socket::private_dir(&root)
+    pond_front::rendezvous::private_dir(&root)
         .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the pond executable: {e}"))?;
-    let mut args: Vec<std::ffi::OsString> = vec!["--store".into(), root.clone().into()];
+    let mut args = store_args(cli, &root);
     for (flag, value) in [
-        ("--index-cache-mib", cli.index_cache_mib as u64),
-        ("--metadata-cache-mib", cli.metadata_cache_mib as u64),
         ("--worker-idle-secs", cli.worker_idle_secs),
         ("--sql-memory-mib", cli.sql_memory_mib),
         ("--sync-memory-mib", cli.sync_memory_mib),
@@ -620,14 +625,13 @@ pub(crate) fn bridge_of(cli: &Cli, auto_sync_mins: u64) -> Result<bridge::Bridge
     if let Some(c) = &cli.config {
         args.extend(["--config".into(), c.clone().into()]);
     }
-    args.extend(verbosity_args(cli));
     args.extend([
         "serve".into(),
         "--auto-sync-mins".into(),
         auto_sync_mins.to_string().into(),
     ]);
     Ok(bridge::Bridge {
-        socket: pond_front::mcp::socket::socket_path(&root),
+        socket: pond_front::rendezvous::socket_path(&root),
         log: root.join("serve.log"),
         exe,
         serve_args: args,

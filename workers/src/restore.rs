@@ -103,6 +103,7 @@ fn compare(file: &StoredFile, target: &Path) -> Result<(FileState, pond_store::r
             let mut same = SameAs {
                 existing: BufReader::new(existing),
                 same: true,
+                theirs: Vec::new(),
             };
             let fidelity = write_file(file, &mut same)?;
             let mut rest = [0u8; 1];
@@ -157,20 +158,22 @@ fn write_new(file: &StoredFile, target: &Path) -> Result<()> {
 struct SameAs<R> {
     existing: R,
     same: bool,
+    /// The existing bytes for one write, kept between writes.
+    theirs: Vec<u8>,
 }
 
 impl<R: Read> Write for SameAs<R> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if self.same {
-            let mut theirs = vec![0u8; buf.len()];
+            self.theirs.resize(buf.len(), 0);
             let mut got = 0;
             while got < buf.len() {
-                match self.existing.read(&mut theirs[got..])? {
+                match self.existing.read(&mut self.theirs[got..])? {
                     0 => break,
                     n => got += n,
                 }
             }
-            self.same = got == buf.len() && theirs == buf;
+            self.same = got == buf.len() && self.theirs == buf;
         }
         Ok(buf.len())
     }

@@ -201,42 +201,39 @@ pub fn unregistered(client: Client, text: &str) -> Result<(String, bool), String
     json::remove(text, &client.json_path())
 }
 
-/// Write `text` to `path` if it differs from what is there, after a backup of the old
-/// file. `None` when nothing changed.
+/// Write `text` to `path`, after a backup of `old` (the file as it was, if there was one)
+/// beside it; the backup's path.
 fn write_with_backup(
     path: &Path,
     old: Option<&str>,
     text: &str,
 ) -> std::io::Result<Option<String>> {
-    if old == Some(text) {
-        return Ok(None);
-    }
-    let mut backup = None;
-    if let Some(old) = old {
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f");
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let b = path.with_file_name(format!("{name}.pond-backup-{stamp}"));
-        std::fs::write(&b, old)?;
-        backup = Some(b.display().to_string());
-    } else if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let backup = match old {
+        Some(old) => {
+            let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f");
+            let b = path.with_file_name(format!("{name}.pond-backup-{stamp}"));
+            std::fs::write(&b, old)?;
+            Some(b.display().to_string())
+        }
+        None => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            None
+        }
+    };
     // Beside it, then renamed over it: a client never reads half a file.
-    let tmp = path.with_file_name(format!(
-        ".{}.pond-tmp",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    ));
+    let tmp = path.with_file_name(format!(".{name}.pond-tmp"));
     std::fs::write(&tmp, text)?;
     if let Ok(meta) = std::fs::metadata(path) {
         let _ = std::fs::set_permissions(&tmp, meta.permissions());
     }
     std::fs::rename(&tmp, path)?;
-    Ok(Some(backup.unwrap_or_default()))
+    Ok(backup)
 }
 
 /// The newest backup pond made of `path`, if any.
@@ -380,8 +377,7 @@ fn apply(
     let mut backup = None;
     if !dry_run && action != "unchanged" {
         backup = write_with_backup(path, old, new)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?
-            .filter(|b| !b.is_empty());
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(Change {
         path: path.display().to_string(),

@@ -11,15 +11,13 @@
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
 use tokio::net::UnixListener;
 
 use super::PondServer;
-pub use crate::rendezvous::{lock_path, private_dir, running, socket_path, with_suffix};
+use crate::rendezvous::{lock_path, private_dir, running, with_suffix};
 use crate::{AutoSync, Front};
 
 /// How a server runs.
@@ -92,7 +90,6 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
     if let Some(auto) = opts.auto_sync {
         tokio::spawn(front.clone().auto_sync(auto));
     }
-    let clients = Arc::new(AtomicUsize::new(0));
     let state = StateFile {
         socket: opts.socket.clone(),
         started_ms: chrono::Utc::now().timestamp_millis(),
@@ -105,23 +102,20 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
-                clients.fetch_add(1, Ordering::SeqCst);
                 idle_since = None;
                 let attached = front.clients().attach("unix");
                 let server = PondServer { front: front.clone(), client: attached.client.clone() };
                 state.write(&front);
-                let (clients, stopped, state) = (clients.clone(), stopped.clone(), state.clone());
+                let (stopped, state) = (stopped.clone(), state.clone());
                 let front = front.clone();
                 tokio::spawn(async move {
                     session(server, stream, stopped).await;
                     drop(attached);
-                    clients.fetch_sub(1, Ordering::SeqCst);
                     state.write(&front);
                 });
             }
             _ = tick.tick() => {
-                let now = clients.load(Ordering::SeqCst);
-                match (now, idle_since) {
+                match (front.clients().count(), idle_since) {
                     (0, None) => idle_since = Some(Instant::now()),
                     (0, Some(t)) if t.elapsed() >= opts.idle_exit => {
                         tracing::info!("no client for {:?}: exiting", opts.idle_exit);
