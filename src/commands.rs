@@ -105,12 +105,24 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             idle_exit_mins,
             idle_exit_secs,
             socket,
+            http,
+            http_token,
+            allow_remote,
+            allow_host,
+            allow_origin,
         } => {
             let opts = pond_front::mcp::socket::ServeOptions {
                 socket: socket
                     .unwrap_or_else(|| pond_front::rendezvous::socket_path(front.store().root())),
                 idle_exit: Duration::from_secs(idle_exit_secs.unwrap_or(idle_exit_mins * 60)),
                 auto_sync: auto_sync_of(auto_sync_mins, &sources, exclude_projects),
+                http: http.map(|addr| pond_front::mcp::http::HttpOptions {
+                    addr,
+                    token: http_token,
+                    allow_remote,
+                    allow_hosts: allow_host,
+                    allow_origins: allow_origin,
+                }),
             };
             pond_front::mcp::socket::serve(front.clone(), opts)
                 .await

@@ -287,6 +287,30 @@ pub(crate) enum Command {
         /// path; else STORE/serve.sock]
         #[arg(long)]
         socket: Option<PathBuf>,
+        /// Serve streamable HTTP too, at `http://ADDR/mcp` (e.g. 127.0.0.1:7777; loopback
+        /// unless --allow-remote)
+        #[arg(long, env = "POND_HTTP", value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Require `Authorization: Bearer TOKEN` of every HTTP request (needed with
+        /// --allow-remote)
+        #[arg(
+            long,
+            env = "POND_HTTP_TOKEN",
+            hide_env_values = true,
+            value_name = "TOKEN"
+        )]
+        http_token: Option<String>,
+        /// Let --http bind a non-loopback address (with a token)
+        #[arg(long)]
+        allow_remote: bool,
+        /// Accept this HTTP Host name besides loopback names and the bound address
+        /// (repeatable)
+        #[arg(long, value_name = "NAME")]
+        allow_host: Vec<String>,
+        /// Accept requests from this browser origin, e.g. `https://app.example:443`
+        /// (repeatable; loopback origins always are)
+        #[arg(long, value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
     },
     /// Remove sessions from the archive for good: every dataset, the indexes, the vectors,
     /// and the disk; no later sync stores them again. Give one selector or more (all must
@@ -476,6 +500,27 @@ fn verbosity_args(cli: &Cli) -> Vec<std::ffi::OsString> {
     }
 }
 
+/// A serving front lives for days and answers on every thread at once: cap glibc's malloc
+/// arenas (by default up to 8 per core, each keeping what its threads freed) at two, so the
+/// memory of one client's query is reused by the next instead of kept once per thread.
+/// `POND_MALLOC_ARENAS` sets another cap (0: glibc's default), to measure it
+/// (`multi_client_bench --malloc-arenas`).
+fn few_arenas() {
+    let cap = std::env::var("POND_MALLOC_ARENAS")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+        .unwrap_or(2);
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if cap > 0 {
+        // SAFETY: mallopt only sets a parameter, here before any thread but this one exists.
+        unsafe {
+            nix::libc::mallopt(nix::libc::M_ARENA_MAX, cap);
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = cap;
+}
+
 fn main() -> std::process::ExitCode {
     quiet_panics();
     pond_store::owner_only();
@@ -499,6 +544,9 @@ fn main() -> std::process::ExitCode {
     let settings = config::apply(&mut cli, &matches, file);
     if let Some(code) = commands::offline(&mut cli, &settings) {
         return code;
+    }
+    if matches!(cli.command, Command::Serve { .. } | Command::Mcp { .. }) {
+        few_arenas();
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,10 +1,20 @@
 //! The MCP clients a serving front answers: one entry per session (its transport, since
 //! when, how many calls), listed by the status. An entry leaves when its session ends.
+//!
+//! Each client also has its turns, so that many clients are served fairly: a few of its
+//! tool calls answered at once, and one SQL query at a time (with the front's two SQL
+//! workers, a client's long query leaves the other to every other client). Calls past a
+//! limit wait, in the order they came.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+/// A client's tool calls answered at once; with two cores, more would only take turns from
+/// the other clients.
+const CALLS_AT_ONCE: usize = 4;
 
 /// One connected client.
 #[derive(Debug)]
@@ -13,12 +23,24 @@ pub struct Client {
     /// Unix ms.
     pub since_ms: i64,
     calls: AtomicU64,
+    turns: Semaphore,
+    sql_turn: Semaphore,
 }
 
 impl Client {
     /// A tool call or resource read.
     pub fn called(&self) {
         self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Wait for this client's turn to run a tool call.
+    pub async fn turn(&self) -> Option<SemaphorePermit<'_>> {
+        self.turns.acquire().await.ok()
+    }
+
+    /// Wait for this client's turn to run a SQL query.
+    pub async fn sql_turn(&self) -> Option<SemaphorePermit<'_>> {
+        self.sql_turn.acquire().await.ok()
     }
 }
 
@@ -45,6 +67,8 @@ impl Clients {
             transport,
             since_ms: chrono::Utc::now().timestamp_millis(),
             calls: AtomicU64::new(0),
+            turns: Semaphore::new(CALLS_AT_ONCE),
+            sql_turn: Semaphore::new(1),
         });
         self.0.lock().expect("clients").push(client.clone());
         Attached {
@@ -68,6 +92,14 @@ impl Clients {
 
     pub fn count(&self) -> usize {
         self.0.lock().expect("clients").len()
+    }
+}
+
+impl std::ops::Deref for Attached {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.client
     }
 }
 

@@ -71,6 +71,9 @@ pub struct ServerState {
     /// Unix ms.
     pub started_ms: i64,
     pub clients: u64,
+    /// The streamable HTTP URL, when the server serves one.
+    #[serde(default)]
+    pub http: Option<String>,
     /// Read from /proc when the state is read ([`server_of`]), not stored.
     #[serde(default)]
     pub footprint_kib: u64,
@@ -93,6 +96,7 @@ pub fn server_of(root: &Path) -> Option<ServerState> {
         socket,
         started_ms: 0,
         clients: 0,
+        http: None,
         footprint_kib: 0,
         uptime_s: 0,
     });

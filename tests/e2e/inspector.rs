@@ -2,6 +2,7 @@
 //! --cli`) lists pond's tools and calls `pond_search`. Skipped, with a message, where node
 //! is absent or the package cannot be fetched.
 
+use std::ffi::OsStr;
 use std::process::Command;
 
 use serde_json::Value;
@@ -13,10 +14,18 @@ const INSPECTOR: &str = "@modelcontextprotocol/inspector";
 /// `npx … --cli pond --store STORE mcp …` with `args`; `None` when the inspector cannot run.
 fn inspector(env: &Env, args: &[&str]) -> Option<Value> {
     let store = env.store();
+    let target = [pond_bin().as_ref(), "--store".as_ref(), store.as_os_str()]
+        .into_iter()
+        .chain(["mcp", "--standalone", "--auto-sync-mins", "0"].map(OsStr::new));
+    run(target, args)
+}
+
+/// `npx … --cli TARGET… ARGS…` (the target: a command, or a URL and its transport); `None`
+/// when the inspector cannot run.
+pub fn run<'a>(target: impl IntoIterator<Item = &'a OsStr>, args: &[&str]) -> Option<Value> {
     let out = Command::new("npx")
-        .args(["-y", INSPECTOR, "--cli", pond_bin(), "--store"])
-        .arg(&store)
-        .args(["mcp", "--standalone", "--auto-sync-mins", "0"])
+        .args(["-y", INSPECTOR, "--cli"])
+        .args(target)
         .args(args)
         .output();
     let out = match out {
@@ -56,21 +65,7 @@ fn the_mcp_inspector_lists_the_tools_and_searches() {
     ] {
         assert!(names.contains(&want), "{names:?}");
     }
-    let args = [
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "pond_search",
-        "--tool-arg",
-        "query=tokenizer",
-    ];
-    let found = inspector(&env, &args).unwrap();
-    assert_eq!(found["isError"], false, "{found}");
-    let text = found["content"][0]["text"].as_str().unwrap();
-    assert!(
-        text.contains("22222222-2222-4222-8222-222222222222"),
-        "{text}"
-    );
+    found_the_tokenizer_session(&inspector(&env, &SEARCH_TOKENIZER).unwrap());
     // A caller's mistake is a tool error with a hint, not a protocol error.
     let bad = [
         "--method",
@@ -84,4 +79,24 @@ fn the_mcp_inspector_lists_the_tools_and_searches() {
     ];
     let answer = inspector(&env, &bad).unwrap();
     assert_eq!(answer["isError"], true, "{answer}");
+}
+
+/// The inspector's arguments to search the fixtures for "tokenizer".
+pub const SEARCH_TOKENIZER: [&str; 6] = [
+    "--method",
+    "tools/call",
+    "--tool-name",
+    "pond_search",
+    "--tool-arg",
+    "query=tokenizer",
+];
+
+/// A search for "tokenizer" over the fixtures found its session.
+pub fn found_the_tokenizer_session(found: &Value) {
+    assert_eq!(found["isError"], false, "{found}");
+    let text = found["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("22222222-2222-4222-8222-222222222222"),
+        "{text}"
+    );
 }

@@ -9,6 +9,7 @@ mod embed;
 mod faults;
 mod forget;
 mod hardening;
+mod http;
 mod identity;
 mod inspector;
 mod install;

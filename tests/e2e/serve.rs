@@ -62,29 +62,19 @@ async fn call(
 /// "worker").
 fn processes(store: &Path, word: &str) -> Vec<u32> {
     let store = store.to_string_lossy().into_owned();
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmdline
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        // `pond-bridge` carries the server's arguments to start one: not a server.
-        let bridge = args[0].ends_with("pond-bridge");
-        if !bridge && args.iter().any(|a| a == &store) && args.iter().any(|a| a == word) {
+    pond_benches::procs::all()
+        .into_iter()
+        .filter(|(pid, args)| {
+            // `pond-bridge` carries the server's arguments to start one: not a server.
+            let bridge = args[0].ends_with("pond-bridge");
             // A zombie holds no memory and no socket: only the living count.
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            if !stat.contains(") Z ") {
-                out.push(pid);
-            }
-        }
-    }
-    out
+            !bridge
+                && args.iter().any(|a| a == &store)
+                && args.iter().any(|a| a == word)
+                && !pond_benches::procs::zombie(*pid)
+        })
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 fn sockets_in(dir: &Path) -> Vec<PathBuf> {
@@ -283,4 +273,83 @@ fn the_server_exits_when_the_last_client_leaves_and_leaves_nothing_behind() {
             "a worker outlived the server"
         );
     });
+}
+
+#[test]
+fn one_clients_long_query_does_not_hold_up_another_clients_sql_or_search() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let run = tempfile::tempdir().unwrap();
+    let store = env.store().canonicalize().unwrap();
+    runtime().block_on(async {
+        let (a, b) = tokio::join!(bridge(&env, run.path(), 60), bridge(&env, run.path(), 60));
+        let slow = json!({"query": "SELECT count(*) AS n FROM range(100000000000)", "timeout_seconds": 120});
+        let mut long = Box::pin(call(&a.service, "pond_sql", slow));
+        let others = async {
+            // A's query is running in a worker before B asks.
+            assert!(wait_for(20.0, || !processes(&store, "worker").is_empty()));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let sql = call(
+                &b.service,
+                "pond_sql",
+                json!({"query": "SELECT count(*) AS n FROM sessions"}),
+            )
+            .await
+            .unwrap();
+            let hits = call(&b.service, "pond_search", json!({"query": "invoices"}))
+                .await
+                .unwrap();
+            (sql, hits)
+        };
+        // A's call is polled first (sent), then B's calls wait for its worker.
+        let (sql, hits) = tokio::select! {
+            biased;
+            done = &mut long => panic!("A's endless query ended first: {done:?}"),
+            both = others => both,
+        };
+        assert!(sql.contains("1 rows in"), "{sql}");
+        assert!(hits.contains("invoices"), "{hits}");
+        // Two SQL workers ran at once.
+        assert!(processes(&store, "worker").len() >= 2);
+        drop(b);
+        drop(long);
+        let Bridge { service, _child } = a;
+        service.cancel().await.unwrap();
+        let server = processes(&store, "serve")[0];
+        signal(server, nix::sys::signal::Signal::SIGTERM);
+        assert!(wait_for(10.0, || !alive(server)));
+        assert!(wait_for(10.0, || processes(&store, "worker").is_empty()), "orphaned worker");
+    });
+}
+
+#[test]
+fn a_stale_socket_is_replaced_and_the_socket_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path().join("pond");
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("stale.sock");
+    // A dead server's leftovers: its socket file, and its lock with a pid, not held.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    std::fs::write(dir.join("stale.sock.lock"), "999999999").unwrap();
+    assert!(std::os::unix::net::UnixStream::connect(&socket).is_err());
+    let mut server = env
+        .cmd(&["serve", "--socket"])
+        .arg(&socket)
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_for(20.0, || std::os::unix::net::UnixStream::connect(&socket)
+            .is_ok()),
+        "the server did not take the stale socket's place"
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(mode(&dir), 0o700);
+    let pid = std::fs::read_to_string(dir.join("stale.sock.lock")).unwrap();
+    assert_eq!(pid, server.id().to_string());
+    signal(server.id(), nix::sys::signal::Signal::SIGTERM);
+    assert!(server.wait().unwrap().success());
+    assert!(!socket.exists() && !dir.join("stale.sock.lock").exists());
 }

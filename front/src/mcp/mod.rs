@@ -27,6 +27,7 @@ use crate::ops::{Error, Front};
 use crate::render;
 
 pub mod args;
+pub mod http;
 pub mod schema;
 pub mod socket;
 
@@ -49,12 +50,21 @@ const INSTRUCTIONS: &str = "pond is an archive of past AI coding-agent sessions 
 - pond_sql answers counting and listing questions (how many sessions per project, which tools failed most) with one read-only SELECT; read the pond://schema resource first.
 - Answers are bounded; when there is more, the last line says how to get it.";
 
-/// The front's MCP server.
+/// The front's MCP server: one per MCP session.
 #[derive(Clone)]
 pub struct PondServer {
     front: Front,
-    /// This session's entry among the front's clients (its calls are counted there).
-    client: std::sync::Arc<crate::clients::Client>,
+    /// This session's entry among the front's clients (its calls are counted there), given
+    /// up when the session's last clone is dropped.
+    client: std::sync::Arc<crate::clients::Attached>,
+}
+
+impl PondServer {
+    /// A new session of `front`'s, listed among its clients under `transport`.
+    pub fn new(front: Front, transport: &'static str) -> PondServer {
+        let client = std::sync::Arc::new(front.clients().attach(transport));
+        PondServer { front, client }
+    }
 }
 
 /// A tool's answer: text for the caller, or a mistake (or failure) explained.
@@ -177,6 +187,7 @@ impl PondServer {
             timeout_ms: timeout_s * 1000,
             reveal_secrets: false,
         };
+        let _turn = self.client.sql_turn().await;
         match self.front.sql(job, Duration::from_secs(timeout_s)).await {
             Ok(out) => Ok(format!("{}\n{}\n", out.text.trim_end(), out.footer)),
             Err(e) => Err(explain(e, &SQL_HINTS)),
@@ -235,6 +246,7 @@ impl ServerHandler for PondServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.client.called();
+        let _turn = self.client.turn().await;
         // A panic in a handler (a bug) is this call's tool error, not a dead session; the
         // panic hook logs where it happened, never the message (it may quote archived text).
         let call = std::panic::AssertUnwindSafe(self.call(&request.name, request.arguments));
@@ -310,11 +322,7 @@ pub async fn serve_stdio(front: Front, auto_sync: Option<AutoSync>) -> Result<()
     if let Some(auto) = auto_sync {
         tokio::spawn(front.clone().auto_sync(auto));
     }
-    let attached = front.clients().attach("stdio");
-    let server = PondServer {
-        front,
-        client: attached.client.clone(),
-    };
+    let server = PondServer::new(front, "stdio");
     let served = tokio::select! {
         s = server.serve(rmcp::transport::stdio_pipes()) => s,
         _ = term.recv() => { runner.shutdown().await; return Ok(()) }

@@ -1,6 +1,7 @@
 //! `pond serve`: one resident front per store, shared by every MCP client of the machine
 //! over a Unix domain socket. Each connection is one MCP session with the same [`Front`]:
-//! one set of Lance caches, one actor per worker kind, one background sync.
+//! one set of Lance caches, one set of worker actors, one background sync; with `--http`,
+//! the sessions of HTTP clients too ([`super::http`]).
 //!
 //! One server per store: the server holds an exclusive lock on `<socket>.lock` (with its pid
 //! in it) for as long as it runs, so a second one refuses and names the first, and a socket
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 use rmcp::ServiceExt;
 use tokio::net::UnixListener;
 
+use super::http::{self, HttpOptions};
 use super::PondServer;
 use crate::rendezvous::{lock_path, private_dir, running, with_suffix};
 use crate::{AutoSync, Front};
@@ -26,6 +28,8 @@ pub struct ServeOptions {
     /// Exit after this long with no client connected.
     pub idle_exit: Duration,
     pub auto_sync: Option<AutoSync>,
+    /// Serve streamable HTTP as well.
+    pub http: Option<HttpOptions>,
 }
 
 /// The server's hold on its socket: the locked file, removed (with the socket) on drop.
@@ -79,6 +83,10 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
 
     let held = Held::take(&opts.socket)?;
+    let http_listener = match &opts.http {
+        Some(o) => Some((http::bind(o).await?, o.clone())),
+        None => None,
+    };
     let listener = UnixListener::bind(&opts.socket)
         .map_err(|e| format!("cannot listen on {}: {e}", opts.socket.display()))?;
     std::fs::set_permissions(&opts.socket, std::fs::Permissions::from_mode(0o600))
@@ -90,12 +98,21 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
     if let Some(auto) = opts.auto_sync {
         tokio::spawn(front.clone().auto_sync(auto));
     }
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut url = None;
+    let http_task = http_listener.map(|(listener, o)| {
+        url = listener
+            .local_addr()
+            .ok()
+            .map(|a| format!("http://{a}{}", http::PATH));
+        tokio::spawn(http::serve(front.clone(), listener, o, stopped.clone()))
+    });
     let state = StateFile {
         socket: opts.socket.clone(),
         started_ms: chrono::Utc::now().timestamp_millis(),
+        http: url,
     };
     state.write(&front);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut idle_since = Some(Instant::now());
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
@@ -103,14 +120,14 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 idle_since = None;
-                let attached = front.clients().attach("unix");
-                let server = PondServer { front: front.clone(), client: attached.client.clone() };
+                let server = PondServer::new(front.clone(), "unix");
                 state.write(&front);
                 let (stopped, state) = (stopped.clone(), state.clone());
                 let front = front.clone();
                 tokio::spawn(async move {
+                    // The session's server (and so its place among the clients) is dropped
+                    // when the session ends.
                     session(server, stream, stopped).await;
-                    drop(attached);
                     state.write(&front);
                 });
             }
@@ -131,6 +148,9 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
     }
     drop(listener);
     let _ = stop.send(true);
+    if let Some(task) = http_task {
+        let _ = task.await;
+    }
     runner.shutdown().await;
     drop(held);
     Ok(())
@@ -141,6 +161,8 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
 struct StateFile {
     socket: PathBuf,
     started_ms: i64,
+    /// The HTTP transport's URL, if it serves one.
+    http: Option<String>,
 }
 
 impl StateFile {
@@ -150,6 +172,7 @@ impl StateFile {
             socket: self.socket.clone(),
             started_ms: self.started_ms,
             clients: front.clients().count() as u64,
+            http: self.http.clone(),
             footprint_kib: 0,
             uptime_s: 0,
         };

@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use pond_protocol::WorkerKind;
+
 use crate::status::{
     BackgroundOutcome, BackgroundSync, EmbedOutcome, Embeddings, JobsRunIn, Process, RowMapState,
     Status,
@@ -57,12 +59,16 @@ fn derived(out: &mut String, s: &Status) {
         Some(srv) => {
             let _ = writeln!(
                 out,
-                "server: pid {}, up {} s, {} clients, footprint {} MiB, socket {}",
+                "server: pid {}, up {} s, {} clients, footprint {} MiB, socket {}{}",
                 srv.pid,
                 srv.uptime_s,
                 srv.clients,
                 srv.footprint_kib >> 10,
-                srv.socket.display()
+                srv.socket.display(),
+                srv.http
+                    .as_deref()
+                    .map(|u| format!(", {u}"))
+                    .unwrap_or_default()
             );
         }
         None => {
@@ -178,7 +184,13 @@ fn process(out: &mut String, p: &Process) {
             c.calls
         );
     }
-    for w in &p.workers {
+    // A kind's second worker is shown once it has run.
+    for w in p.workers.iter().filter(|w| w.slot == 0 || w.started > 0) {
+        let name = match (w.kind, w.slot) {
+            (kind, 0) => kind.to_string(),
+            (WorkerKind::Embed, n) => format!("embed #{} (backfills)", n + 1),
+            (kind, n) => format!("{kind} #{}", n + 1),
+        };
         let state = match (w.pid, w.busy) {
             (Some(pid), true) => format!("busy, pid {pid}"),
             (Some(pid), false) => format!("idle, pid {pid}"),
@@ -186,8 +198,7 @@ fn process(out: &mut String, p: &Process) {
         };
         let _ = writeln!(
             out,
-            "worker {}: {state}{}; started {} times, {} jobs, {} crashes{}",
-            w.kind,
+            "worker {name}: {state}{}; started {} times, {} jobs, {} crashes{}",
             w.footprint_kib
                 .map(|k| format!(", footprint {} MiB", k >> 10))
                 .unwrap_or_default(),

@@ -163,7 +163,8 @@ impl Actor {
             return Ok(());
         }
         self.backoff().await?;
-        match spawn(&self.config, self.kind).await {
+        let slot = self.status.lock().expect("status lock").slot;
+        match spawn(&self.config, self.kind, slot).await {
             Ok(live) => {
                 let pid = live.pid;
                 self.live = Some(live);

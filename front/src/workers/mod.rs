@@ -1,12 +1,19 @@
-//! Worker processes, one actor per kind.
+//! Worker processes: a few actors per kind.
 //!
-//! Each [`WorkerKind`] has one actor: a tokio task that owns its child process and takes
+//! Each [`WorkerKind`] has one or more actors (its slots, [`WorkersConfig::slots`]), each a
+//! tokio task that owns its child process and takes
 //! commands from a bounded channel, answering through oneshots. The actor spawns the worker
 //! on demand (`pond worker <kind>`, bootstrapped through an `IpcOneShotServer` with a connect
 //! deadline), checks the handshake, runs one job at a time under an optional deadline and
 //! memory budget (sampled footprint; SIGKILL on breach), restarts after a crash with backoff
 //! (and refuses, with the last exit, when a worker keeps dying), stops an idle worker after a
 //! configurable time, and lets a one-shot worker exit after its job. Every child is reaped.
+//!
+//! Which slot takes a job (`pick`) is what keeps many clients fair: a SQL job goes to an
+//! idle actor (one whose worker is alive first, so a quiet front keeps one worker), else to
+//! the one with the fewest jobs, so one client's long query leaves the other slot free; a
+//! backfill has the embed kind's last slot to itself, so a query's embedding never waits
+//! behind one.
 //!
 //! Children are spawned from actor tasks, which run on the runtime's long-lived worker
 //! threads: `PR_SET_PDEATHSIG` fires when the *thread* that forked a child exits, so a child
@@ -15,6 +22,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -61,6 +69,15 @@ pub struct WorkersConfig {
     pub idle_exit: Duration,
     /// Kill a worker whose footprint (`RssAnon + VmSwap`) passes this, per kind.
     pub memory_budget_kib: BTreeMap<WorkerKind, u64>,
+    /// How many workers of a kind may run at once (1 for a kind not named).
+    pub slots: BTreeMap<WorkerKind, usize>,
+}
+
+/// Two SQL workers, so that one long query does not hold up every other; two embed
+/// workers, one for queries and one for backfills. A sync and an index job take the store's
+/// lock: one each.
+fn default_slots() -> BTreeMap<WorkerKind, usize> {
+    BTreeMap::from([(WorkerKind::Sql, 2), (WorkerKind::Embed, 2)])
 }
 
 impl WorkersConfig {
@@ -70,6 +87,7 @@ impl WorkersConfig {
             connect_timeout: Duration::from_secs(10),
             idle_exit: Duration::from_secs(60),
             memory_budget_kib: BTreeMap::new(),
+            slots: default_slots(),
         }
     }
 }
@@ -101,6 +119,8 @@ pub fn sync_stall() -> Duration {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WorkerStatus {
     pub kind: WorkerKind,
+    /// Which of its kind's actors (0 first).
+    pub slot: usize,
     /// The live worker's pid, if one runs.
     pub pid: Option<u32>,
     pub busy: bool,
@@ -114,9 +134,10 @@ pub struct WorkerStatus {
 }
 
 impl WorkerStatus {
-    fn new(kind: WorkerKind) -> WorkerStatus {
+    fn new(kind: WorkerKind, slot: usize) -> WorkerStatus {
         WorkerStatus {
             kind,
+            slot,
             pid: None,
             busy: false,
             started: 0,
@@ -145,12 +166,51 @@ enum Request {
 struct Handle {
     tx: mpsc::Sender<Request>,
     status: Arc<Mutex<WorkerStatus>>,
+    /// Jobs sent to this actor and not answered yet.
+    outstanding: Arc<AtomicUsize>,
 }
 
-/// The front's workers: one actor per kind. Cheap to clone.
+impl Handle {
+    fn idle(&self) -> bool {
+        self.outstanding.load(Ordering::Relaxed) == 0
+    }
+
+    fn live(&self) -> bool {
+        self.status.lock().expect("status lock").pid.is_some()
+    }
+}
+
+/// The slot of `slots` (one kind's actors) that takes `job`.
+fn pick(job: &Job, slots: &[Handle]) -> usize {
+    let last = slots.len() - 1;
+    match job {
+        Job::Backfill(_) => last,
+        Job::Embed(_) => 0,
+        _ => slots
+            .iter()
+            .position(|h| h.idle() && h.live())
+            .or_else(|| slots.iter().position(Handle::idle))
+            .unwrap_or_else(|| {
+                (0..slots.len())
+                    .min_by_key(|&i| slots[i].outstanding.load(Ordering::Relaxed))
+                    .unwrap_or(0)
+            }),
+    }
+}
+
+/// Counts a job as outstanding on its actor until dropped (answered, or its caller gone).
+struct Outstanding(Arc<AtomicUsize>);
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The front's workers: a few actors per kind. Cheap to clone.
 #[derive(Clone)]
 pub struct Workers {
-    handles: Arc<BTreeMap<WorkerKind, Handle>>,
+    handles: Arc<BTreeMap<WorkerKind, Vec<Handle>>>,
     /// Set by [`Workers::shutdown`]: a busy actor watches it and kills its own child (never a
     /// pid read from outside, which its actor may have reaped and the system reused), and
     /// refuses jobs it picks up after.
@@ -162,27 +222,35 @@ fn stopped() -> JobError {
 }
 
 impl Workers {
-    /// Start one actor per kind (no process yet). Must be called inside a tokio runtime.
+    /// Start each kind's actors (no process yet). Must be called inside a tokio runtime.
     pub fn start(config: WorkersConfig) -> Workers {
         let config = Arc::new(config);
         let (stopping, _) = tokio::sync::watch::channel(false);
+        let actor = |kind, slot| {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            let status = Arc::new(Mutex::new(WorkerStatus::new(kind, slot)));
+            let actor = Actor {
+                kind,
+                config: config.clone(),
+                live: None,
+                crashes: VecDeque::new(),
+                status: status.clone(),
+                next_id: 0,
+                last_used: Instant::now(),
+                stopping: stopping.subscribe(),
+            };
+            tokio::spawn(actor.main(rx));
+            Handle {
+                tx,
+                status,
+                outstanding: Arc::default(),
+            }
+        };
         let handles = WorkerKind::ALL
             .into_iter()
             .map(|kind| {
-                let (tx, rx) = mpsc::channel(QUEUE);
-                let status = Arc::new(Mutex::new(WorkerStatus::new(kind)));
-                let actor = Actor {
-                    kind,
-                    config: config.clone(),
-                    live: None,
-                    crashes: VecDeque::new(),
-                    status: status.clone(),
-                    next_id: 0,
-                    last_used: Instant::now(),
-                    stopping: stopping.subscribe(),
-                };
-                tokio::spawn(actor.main(rx));
-                (kind, Handle { tx, status })
+                let n = config.slots.get(&kind).copied().unwrap_or(1).max(1);
+                (kind, (0..n).map(|slot| actor(kind, slot)).collect())
             })
             .collect();
         Workers {
@@ -194,7 +262,10 @@ impl Workers {
     /// Run a job in a worker of its kind.
     pub async fn run(&self, job: Job, opts: JobOptions) -> Result<Output, JobError> {
         let kind = job.kind();
-        let handle = &self.handles[&kind];
+        let slots = &self.handles[&kind];
+        let handle = &slots[pick(&job, slots)];
+        handle.outstanding.fetch_add(1, Ordering::Relaxed);
+        let _outstanding = Outstanding(handle.outstanding.clone());
         let started = std::time::Instant::now();
         let (reply, answer) = oneshot::channel();
         handle
@@ -216,6 +287,7 @@ impl Workers {
     pub fn status(&self) -> Vec<WorkerStatus> {
         self.handles
             .values()
+            .flatten()
             .map(|h| {
                 let mut s = h.status.lock().expect("status lock").clone();
                 s.footprint_kib = s.pid.and_then(footprint::of_pid).map(|f| f.footprint_kib());
@@ -229,7 +301,7 @@ impl Workers {
         // A busy actor sees the request below only after its job: this interrupts the job.
         self.stopping.send_replace(true);
         let mut waits = Vec::new();
-        for h in self.handles.values() {
+        for h in self.handles.values().flatten() {
             let (done, wait) = oneshot::channel();
             if h.tx.send(Request::Shutdown { done }).await.is_ok() {
                 waits.push(wait);

@@ -69,7 +69,24 @@ fn describe_exit(s: ExitStatus) -> String {
 }
 
 /// Start a worker of `kind` and complete its handshake.
-pub(super) async fn spawn(config: &WorkersConfig, kind: WorkerKind) -> Result<Live, JobError> {
+/// How much a worker yields the CPU to the front's searches (its nice value): work no one
+/// waits on at the keyboard (a sync, an index job, a backfill: the embed kind's second slot)
+/// the most, a SQL query (which may scan millions of rows) some, a query's embedding not at
+/// all. Only under contention does it change anything.
+pub(super) fn niceness(kind: WorkerKind, slot: usize) -> i32 {
+    match kind {
+        WorkerKind::Sql => 5,
+        WorkerKind::Sync | WorkerKind::Index => 10,
+        WorkerKind::Embed if slot > 0 => 10,
+        WorkerKind::Embed => 0,
+    }
+}
+
+pub(super) async fn spawn(
+    config: &WorkersConfig,
+    kind: WorkerKind,
+    slot: usize,
+) -> Result<Live, JobError> {
     let failed = |what: String| JobError::new(ErrorKind::Crashed, what);
     let (server, name) = IpcOneShotServer::<FromWorker>::new()
         .map_err(|e| failed(format!("cannot open the worker channel: {e}")))?;
@@ -86,6 +103,15 @@ pub(super) async fn spawn(config: &WorkersConfig, kind: WorkerKind) -> Result<Li
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    let nice = niceness(kind, slot);
+    // SAFETY: between fork and exec only a system call runs; the threads the worker starts
+    // inherit its nice value.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::libc::setpriority(nix::libc::PRIO_PROCESS as _, 0, nice);
+            Ok(())
+        });
+    }
     let mut child = cmd
         .spawn()
         .map_err(|e| failed(format!("cannot start the {kind} worker: {e}")))?;
