@@ -34,20 +34,20 @@ use std::time::{Duration, Instant};
 
 use pond_benches::corpus::Rng;
 use pond_benches::report::r2;
-use pond_benches::standin::StandIn;
 use pond_benches::work::num;
 use pond_benches::{report, work};
-use pond_embed::random_bert::{self, Shape};
 use pond_protocol::footprint;
 use pond_store::{vectors, Store, StoreConfig};
 use serde_json::{json, Value};
 
 #[path = "front.rs"]
 mod front;
+#[path = "serving.rs"]
+mod serving;
 use front::{Front, SQL};
+use serving::{serve_store, MODEL_NAME};
 
 const POND: &str = env!("CARGO_BIN_EXE_pond");
-const MODEL_NAME: &str = "multilingual-e5-small-random";
 
 const PHASES: &[&str] = &[
     "cold_open",
@@ -63,83 +63,6 @@ const PHASES: &[&str] = &[
 
 fn mib(kib: u64) -> f64 {
     (kib as f64 / 102.4).round() / 10.0
-}
-
-/// The serving store: the synced store copied, the model imported, stand-in vectors and
-/// their index. Built once.
-/// `label` names the store: the generated corpus's size, or the `--corpus` folder's name.
-async fn serve_store(label: &str, corpus: Option<&Path>, messages: u64) -> PathBuf {
-    let dir = work::work_dir().join(format!("serve-store-{label}"));
-    if dir.join(".complete").exists() {
-        return dir;
-    }
-    let synced = match corpus {
-        Some(c) => {
-            work::synced_store_of(c, work::work_dir().join(format!("fts-store-{label}"))).await
-        }
-        None => work::synced_store(messages).await,
-    };
-    let _ = std::fs::remove_dir_all(&dir);
-    let t = Instant::now();
-    let ok = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&synced)
-        .arg(&dir)
-        .status()
-        .expect("cp");
-    assert!(ok.success(), "copying {} failed", synced.display());
-    eprintln!(
-        "copied the synced store in {:.0} s",
-        t.elapsed().as_secs_f64()
-    );
-
-    let model = work::work_dir().join("embed-bench/e5-small-random-f32");
-    if !model.join("model.safetensors").exists() {
-        random_bert::write(&model, Shape::e5_small(), 42).expect("write the model");
-    }
-    let store = Store::open(&dir, StoreConfig::default()).expect("open store");
-    let manifest =
-        pond_embed::import(&model, &store.model_dir(), MODEL_NAME, None).expect("import");
-
-    let t = Instant::now();
-    let standin = StandIn::new(&mut Rng::new(11));
-    let mut embed = |texts: &[&str]| {
-        Ok::<_, pond_store::StoreError>(texts.iter().map(|t| standin.of_text(t)).collect())
-    };
-    let mut shown = 0;
-    let mut progress = |done: u64, total: u64| {
-        if done >= shown + 100_000 || done == total {
-            shown = done;
-            eprintln!("stand-in vectors: {done} of {total}");
-        }
-    };
-    let _lock = store.embed_lock().expect("embed lock");
-    let stats = vectors::backfill(
-        &store,
-        &manifest.name,
-        manifest.dims,
-        0,
-        vectors::CHUNK_ROWS * 8,
-        &mut embed,
-        &mut progress,
-    )
-    .await
-    .expect("stand-in vectors");
-    eprintln!(
-        "{} stand-in vectors in {:.0} s",
-        stats.embedded,
-        t.elapsed().as_secs_f64()
-    );
-    let t = Instant::now();
-    let index = vectors::ensure_index(&store, vectors::VECTOR_INDEX_MIN_ROWS, true)
-        .await
-        .expect("vector index");
-    eprintln!(
-        "vector index {index:?} in {:.0} s",
-        t.elapsed().as_secs_f64()
-    );
-    std::fs::write(dir.join(".complete"), "").expect("mark the store complete");
-    dir
 }
 
 /// One process in one sample.
