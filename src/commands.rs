@@ -31,9 +31,9 @@ struct Out {
 impl Out {
     fn print(self, text: &str) {
         if self.reveal_secrets {
-            print!("{text}");
+            write_stdout(text);
         } else {
-            print!("{}", render::masked(text));
+            write_stdout(&render::masked(text));
         }
     }
 
@@ -44,6 +44,21 @@ impl Out {
         } else {
             self.print(&text(value));
         }
+    }
+}
+
+/// Write an answer to stdout. A reader that went away (`pond export ID | head`) ends pond
+/// quietly with the status a shell gives a command killed by SIGPIPE, as any Unix tool ends
+/// (the workers die with it); another write error is said, not panicked.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("pond: cannot write the answer: {e}");
+        std::process::exit(1);
     }
 }
 
@@ -616,7 +631,7 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
             dry_run,
             json,
         } => return Some(registration(client, false, false, *dry_run, *json)),
-        Command::Skill => print!("{}", install::SKILL),
+        Command::Skill => write_stdout(install::SKILL),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "pond", &mut std::io::stdout());

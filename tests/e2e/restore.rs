@@ -163,3 +163,24 @@ fn export_writes_the_lines_or_a_readable_document_with_secrets_masked() {
         assert!(out.contains(key), "{out}");
     }
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_export_quietly() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    // `pond export ID | head -0`: the pipe's reader is gone before pond writes.
+    let mut child = env
+        .cmd(&["export", SHOP, "--format", "markdown"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("internal error"),
+        "{err}"
+    );
+}
