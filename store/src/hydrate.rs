@@ -48,7 +48,7 @@ const META_COLUMNS: [&str; 6] = [
 
 /// Rows of `messages` by row id (distinct), and for each id asked the index of its row in
 /// the batch (`None`: no such row any more).
-async fn take(
+pub(crate) async fn take(
     ds: &Dataset,
     row_ids: &[u64],
     columns: &[&str],

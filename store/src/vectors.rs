@@ -16,6 +16,7 @@ use arrow_array::types::{Float32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, Float32Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use futures::TryStreamExt;
+use lance::Dataset;
 use lance_linalg::distance::MetricType;
 
 use crate::error::{Result, StoreError};
@@ -152,10 +153,11 @@ pub struct BackfillStats {
     pub remaining: u64,
 }
 
-/// Embed every searchable message without a vector from `model`, `limit` at most (0: all):
-/// in chunks of `chunk_rows` ([`CHUNK_ROWS`] in production) sorted by text length,
-/// [`BATCH_TEXTS`] texts per call of `embed`, each chunk appended (committed) before the
-/// next, so a killed backfill resumes where it stopped. The caller holds the store's
+/// Embed every searchable message without a vector from `model`, `limit` at most (0: all),
+/// **newest first** (recent work is what an agent asks about, so vector search covers it
+/// minutes after a backfill starts): one pass over the rows' timestamps, then the rows by id
+/// in chunks of `chunk_rows` ([`CHUNK_ROWS`] in production), each appended (committed) before
+/// the next, so a killed backfill resumes where it stopped. The caller holds the store's
 /// embedding lock.
 pub async fn backfill(
     store: &Store,
@@ -173,77 +175,111 @@ pub async fn backfill(
     };
     let done = embedded(store, model).await?;
     stats.already = done.len() as u64;
-    let searchable = ds.count_rows(Some("searchable".into())).await? as u64;
-    let todo = searchable.saturating_sub(done.len() as u64);
-    let total = if limit > 0 { todo.min(limit) } else { todo };
+    let mut todo = newest_first(&ds, &done).await?;
+    let waiting = todo.len() as u64;
+    if limit > 0 {
+        todo.truncate(limit as usize);
+    }
+    let total = todo.len() as u64;
+    for ids in todo.chunks(chunk_rows) {
+        // A row gone since the first pass (a forget) is simply not there.
+        let (b, _) = crate::hydrate::take(&ds, ids, &MESSAGE_COLUMNS).await?;
+        let out = embed_chunk(pending(&b)?, embed)?;
+        append(store, model, dims, &out).await?;
+        stats.embedded += out.len() as u64;
+        progress(stats.embedded, total);
+    }
+    // A sync may add messages while the backfill runs: they wait for the next one.
+    stats.remaining = waiting.saturating_sub(stats.embedded);
+    Ok(stats)
+}
+
+/// The searchable rows without a vector, newest first (ties: the later row first).
+async fn newest_first(ds: &Dataset, done: &HashSet<u64>) -> Result<Vec<u64>> {
     let mut scan = ds.scan();
     scan.with_row_id()
-        .project(&MESSAGE_COLUMNS)?
-        .filter("searchable")?
-        .batch_size(chunk_rows);
+        .project(&["timestamp"])?
+        .filter("searchable")?;
     let mut stream = scan.try_into_stream().await?;
-    let mut chunk: Vec<Pending> = Vec::new();
-    loop {
-        let next = stream.try_next().await?;
-        if let Some(b) = &next {
-            let row_ids = primitive_col::<UInt64Type>(b, "_rowid")?;
-            let (id, session, role, agent, project, text) = (
-                string_col(b, "id")?,
-                string_col(b, "session_id")?,
-                string_col(b, "role")?,
-                string_col(b, "source_agent")?,
-                string_col(b, "project")?,
-                string_col(b, "search_text")?,
-            );
-            for i in 0..b.num_rows() {
-                let row_id = row_ids.value(i);
-                if done.contains(&row_id)
-                    || (limit > 0 && stats.embedded + chunk.len() as u64 >= limit)
-                {
-                    continue;
-                }
-                let t = text.value(i);
-                chunk.push(Pending {
-                    row_id,
-                    message_id: id.value(i).to_owned(),
-                    session_id: session.value(i).to_owned(),
-                    timestamp: ts_at(b, "timestamp", i)?.unwrap_or_default(),
-                    role: role.value(i).to_owned(),
-                    source_agent: agent.value(i).to_owned(),
-                    project: opt_str(project, i),
-                    text: t[..t.floor_char_boundary(TEXT_BYTES)].to_owned(),
-                });
+    let mut rows: Vec<(i64, u64)> = Vec::new();
+    while let Some(b) = stream.try_next().await? {
+        let row_ids = primitive_col::<UInt64Type>(&b, "_rowid")?;
+        for i in 0..b.num_rows() {
+            let row_id = row_ids.value(i);
+            if !done.contains(&row_id) {
+                rows.push((ts_at(&b, "timestamp", i)?.unwrap_or_default(), row_id));
             }
-        }
-        let reached = limit > 0 && stats.embedded + chunk.len() as u64 >= limit;
-        if chunk.len() >= chunk_rows || ((next.is_none() || reached) && !chunk.is_empty()) {
-            let mut rows = std::mem::take(&mut chunk);
-            rows.sort_by_key(|p| p.text.len());
-            let mut out = Vec::with_capacity(rows.len());
-            for group in rows.chunks(BATCH_TEXTS) {
-                let texts: Vec<&str> = group.iter().map(|p| p.text.as_str()).collect();
-                let vectors = embed(&texts)?;
-                if vectors.len() != group.len() {
-                    return Err(StoreError::Failed(format!(
-                        "asked for {} vectors, got {}",
-                        group.len(),
-                        vectors.len()
-                    )));
-                }
-                out.extend(group.iter().cloned().zip(vectors));
-            }
-            append(store, model, dims, &out).await?;
-            stats.embedded += out.len() as u64;
-            progress(stats.embedded, total);
-        }
-        // The end of the table, or of what was asked for: no need to read further.
-        if next.is_none() || (limit > 0 && stats.embedded >= limit) {
-            break;
         }
     }
-    // A sync may add messages while the backfill runs: never below zero.
-    stats.remaining = todo.saturating_sub(stats.embedded);
-    Ok(stats)
+    rows.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(rows.into_iter().map(|(_, r)| r).collect())
+}
+
+/// The rows of a `take` of [`MESSAGE_COLUMNS`], as the backfill keeps them.
+fn pending(b: &RecordBatch) -> Result<Vec<Pending>> {
+    let row_ids = primitive_col::<UInt64Type>(b, "_rowid")?;
+    let (id, session, role, agent, project, text) = (
+        string_col(b, "id")?,
+        string_col(b, "session_id")?,
+        string_col(b, "role")?,
+        string_col(b, "source_agent")?,
+        string_col(b, "project")?,
+        string_col(b, "search_text")?,
+    );
+    (0..b.num_rows())
+        .map(|i| {
+            let t = text.value(i);
+            Ok(Pending {
+                row_id: row_ids.value(i),
+                message_id: id.value(i).to_owned(),
+                session_id: session.value(i).to_owned(),
+                timestamp: ts_at(b, "timestamp", i)?.unwrap_or_default(),
+                role: role.value(i).to_owned(),
+                source_agent: agent.value(i).to_owned(),
+                project: opt_str(project, i),
+                text: t[..t.floor_char_boundary(TEXT_BYTES)].to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// A chunk's vectors: each distinct text embedded once ("yes", "continue" and pasted logs
+/// recur), shortest first and [`BATCH_TEXTS`] per call of `embed`, so a batch pads little.
+fn embed_chunk(
+    mut rows: Vec<Pending>,
+    embed: &mut EmbedFn<'_>,
+) -> Result<Vec<(Pending, Vec<f32>)>> {
+    rows.sort_by(|a, b| {
+        a.text
+            .len()
+            .cmp(&b.text.len())
+            .then_with(|| a.text.cmp(&b.text))
+    });
+    let mut distinct: Vec<&str> = Vec::new();
+    let mut which = Vec::with_capacity(rows.len());
+    for p in &rows {
+        if distinct.last() != Some(&p.text.as_str()) {
+            distinct.push(&p.text);
+        }
+        which.push(distinct.len() - 1);
+    }
+    let mut vectors = Vec::with_capacity(distinct.len());
+    for group in distinct.chunks(BATCH_TEXTS) {
+        let got = embed(group)?;
+        if got.len() != group.len() {
+            return Err(StoreError::Failed(format!(
+                "asked for {} vectors, got {}",
+                group.len(),
+                got.len()
+            )));
+        }
+        vectors.extend(got);
+    }
+    Ok(rows
+        .into_iter()
+        .zip(which)
+        .map(|(p, i)| (p, vectors[i].clone()))
+        .collect())
 }
 
 /// The nearest messages to `query` among `model`'s vectors, filtered: (row id, score) best
