@@ -599,7 +599,7 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
         }
         Command::Config {
             action: ConfigAction::Path,
-        } => println!("{}", crate::config::path(cli).display()),
+        } => write_stdout(&format!("{}\n", crate::config::path(cli).display())),
         Command::Config {
             action: ConfigAction::Show { json },
         } => {
@@ -611,13 +611,14 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
                         (s.key.to_owned(), v)
                     })
                     .collect();
-                println!("{}", render::json(&all));
+                write_stdout(&format!("{}\n", render::json(&all)));
             } else {
-                println!("# {}", crate::config::path(cli).display());
+                let mut text = format!("# {}\n", crate::config::path(cli).display());
                 let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
                 for s in settings {
-                    println!("{:width$}  {}  ({})", s.key, s.value, s.origin.as_str());
+                    text += &format!("{:width$}  {}  ({})\n", s.key, s.value, s.origin.as_str());
                 }
+                write_stdout(&text);
             }
         }
         Command::Install {
@@ -716,7 +717,7 @@ fn registration(
         Err(e) => return failed(&e),
     };
     if print {
-        print!("{}", install::snippet(client, &home, &exe));
+        write_stdout(&install::snippet(client, &home, &exe));
         return std::process::ExitCode::SUCCESS;
     }
     match register(client, &home, &exe, add, dry_run) {
@@ -822,17 +823,19 @@ fn claude_cli(
 
 fn print_installed(r: &install::Installed, json: bool) {
     if json {
-        println!("{}", render::json(r));
+        write_stdout(&format!("{}\n", render::json(r)));
         return;
     }
+    let mut text = String::new();
     for c in &r.changes {
         let backup = c
             .backup
             .as_deref()
             .map(|b| format!(" (backup: {b})"))
             .unwrap_or_default();
-        println!("{}: {}{backup}", c.path, c.action);
+        text += &format!("{}: {}{backup}\n", c.path, c.action);
     }
+    write_stdout(&text);
 }
 
 /// Claude Code's `cleanupPeriodDays` that `pond init` proposes: ten years.

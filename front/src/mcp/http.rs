@@ -95,6 +95,11 @@ impl HttpOptions {
     }
 }
 
+/// The URL MCP is served at on `addr`.
+pub fn url(addr: SocketAddr) -> String {
+    format!("http://{addr}{PATH}")
+}
+
 /// Bind the address (so that a port in use is reported before the server says it serves).
 pub async fn bind(opts: &HttpOptions) -> Result<TcpListener, String> {
     opts.check()?;
@@ -123,7 +128,7 @@ pub async fn serve(
         config,
     );
     let token: Option<Arc<str>> = opts.token.as_deref().map(Arc::from);
-    tracing::info!(url = %format!("http://{bound}{PATH}"), "pond server listening over HTTP");
+    tracing::info!(url = %url(bound), "pond server listening over HTTP");
     loop {
         tokio::select! {
             accepted = listener.accept() => {

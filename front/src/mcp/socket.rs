@@ -101,10 +101,7 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut url = None;
     let http_task = http_listener.map(|(listener, o)| {
-        url = listener
-            .local_addr()
-            .ok()
-            .map(|a| format!("http://{a}{}", http::PATH));
+        url = listener.local_addr().ok().map(http::url);
         tokio::spawn(http::serve(front.clone(), listener, o, stopped.clone()))
     });
     let state = StateFile {

@@ -3,12 +3,11 @@
 
 use std::fmt::Write;
 
-use pond_protocol::WorkerKind;
-
 use crate::status::{
     BackgroundOutcome, BackgroundSync, EmbedOutcome, Embeddings, JobsRunIn, Process, RowMapState,
     Status,
 };
+use crate::workers::runs_backfills;
 
 use super::reports::{counts, last_sync};
 
@@ -186,10 +185,14 @@ fn process(out: &mut String, p: &Process) {
     }
     // A kind's second worker is shown once it has run.
     for w in p.workers.iter().filter(|w| w.slot == 0 || w.started > 0) {
-        let name = match (w.kind, w.slot) {
-            (kind, 0) => kind.to_string(),
-            (WorkerKind::Embed, n) => format!("embed #{} (backfills)", n + 1),
-            (kind, n) => format!("{kind} #{}", n + 1),
+        let name = match w.slot {
+            0 => w.kind.to_string(),
+            n => format!("{} #{}", w.kind, n + 1),
+        };
+        let name = if runs_backfills(w.kind, w.slot) {
+            format!("{name} (backfills)")
+        } else {
+            name
         };
         let state = match (w.pid, w.busy) {
             (Some(pid), true) => format!("busy, pid {pid}"),

@@ -12,8 +12,8 @@
 //! Which slot takes a job (`pick`) is what keeps many clients fair: a SQL job goes to an
 //! idle actor (one whose worker is alive first, so a quiet front keeps one worker), else to
 //! the one with the fewest jobs, so one client's long query leaves the other slot free; a
-//! backfill has the embed kind's last slot to itself, so a query's embedding never waits
-//! behind one.
+//! backfill has the embed kind's second slot to itself ([`runs_backfills`]), so a query's
+//! embedding never waits behind one.
 //!
 //! Children are spawned from actor tasks, which run on the runtime's long-lived worker
 //! threads: `PR_SET_PDEATHSIG` fires when the *thread* that forked a child exits, so a child
@@ -133,6 +133,14 @@ pub struct WorkerStatus {
     pub footprint_kib: Option<u64>,
 }
 
+/// The embed kind's slot for backfills: the second (with one slot, backfills share it).
+const BACKFILL_SLOT: usize = 1;
+
+/// Whether the actor at `slot` of `kind` runs backfills (and nothing else).
+pub fn runs_backfills(kind: WorkerKind, slot: usize) -> bool {
+    kind == WorkerKind::Embed && slot == BACKFILL_SLOT
+}
+
 impl WorkerStatus {
     fn new(kind: WorkerKind, slot: usize) -> WorkerStatus {
         WorkerStatus {
@@ -182,9 +190,8 @@ impl Handle {
 
 /// The slot of `slots` (one kind's actors) that takes `job`.
 fn pick(job: &Job, slots: &[Handle]) -> usize {
-    let last = slots.len() - 1;
     match job {
-        Job::Backfill(_) => last,
+        Job::Backfill(_) => BACKFILL_SLOT.min(slots.len() - 1),
         Job::Embed(_) => 0,
         _ => slots
             .iter()

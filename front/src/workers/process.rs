@@ -70,14 +70,14 @@ fn describe_exit(s: ExitStatus) -> String {
 
 /// Start a worker of `kind` and complete its handshake.
 /// How much a worker yields the CPU to the front's searches (its nice value): work no one
-/// waits on at the keyboard (a sync, an index job, a backfill: the embed kind's second slot)
-/// the most, a SQL query (which may scan millions of rows) some, a query's embedding not at
-/// all. Only under contention does it change anything.
+/// waits on at the keyboard (a sync, an index job, a backfill) the most, a SQL query (which
+/// may scan millions of rows) some, a query's embedding not at all. Only under contention
+/// does it change anything.
 pub(super) fn niceness(kind: WorkerKind, slot: usize) -> i32 {
     match kind {
         WorkerKind::Sql => 5,
         WorkerKind::Sync | WorkerKind::Index => 10,
-        WorkerKind::Embed if slot > 0 => 10,
+        WorkerKind::Embed if runs_backfills(kind, slot) => 10,
         WorkerKind::Embed => 0,
     }
 }
