@@ -19,7 +19,7 @@ use pond_store::search::{self, SearchFilters, SearchRequest};
 use pond_store::sql::SqlLimits;
 
 use crate::config::Shown;
-use crate::{Agent, Cli, Command, ConfigAction, ExportFormat, ModelAction};
+use crate::{Cli, Command, ConfigAction, ExportFormat, ModelAction};
 
 /// Standard output: what a command prints there goes through the masker
 /// (`render::masked`), unless the user asked to see secrets.
@@ -377,20 +377,16 @@ struct SyncSettings {
 /// else the config file's `[sources.NAME] path`, else its default), less the clients the
 /// config file turns off.
 fn source_list(
-    source: Option<Agent>,
+    wanted: Option<SourceKind>,
     path: Option<PathBuf>,
     configured: &BTreeMap<String, crate::config::Source>,
 ) -> Vec<SyncSource> {
-    let wanted = source.map(|a| match a {
-        Agent::ClaudeCode => SourceKind::ClaudeCode,
-        Agent::Codex => SourceKind::Codex,
-    });
     match path {
         Some(p) => vec![SyncSource {
             agent: wanted.map(|k| k.as_str().to_owned()),
             path: p,
         }],
-        None => pond_ingest::discover::default_sources()
+        None => pond_ingest::sources::default_sources()
             .into_iter()
             .filter(|(k, _)| wanted.is_none_or(|w| w == *k))
             .filter_map(|(k, p)| {
@@ -398,7 +394,7 @@ fn source_list(
                 if set.and_then(|s| s.enabled) == Some(false) && wanted.is_none() {
                     return None;
                 }
-                let own_var = std::env::var_os(home_variable(k)).is_some();
+                let own_var = std::env::var_os(k.home_var).is_some_and(|v| !v.is_empty());
                 let path = match set.and_then(|s| s.path.clone()) {
                     Some(p) if !own_var => p,
                     _ => p,
@@ -695,14 +691,6 @@ async fn export(front: &Front, session: &str, format: ExportFormat, out: Out) ->
     Ok(())
 }
 
-/// The variable by which a client itself moves its home.
-fn home_variable(kind: SourceKind) -> &'static str {
-    match kind {
-        SourceKind::ClaudeCode => "CLAUDE_CONFIG_DIR",
-        SourceKind::Codex => "CODEX_HOME",
-    }
-}
-
 /// `pond install` (`add`, or `--print` its entry) or `pond uninstall`, reported.
 fn registration(
     client: &str,
@@ -865,9 +853,11 @@ fn init(cli: &Cli, yes: bool, dry_run: bool) -> Result<()> {
         );
     } else {
         let names: Vec<&str> = found.iter().map(|c| c.name()).collect();
+        let archived: Vec<&str> = pond_ingest::SOURCES.iter().map(|s| s.name).collect();
         println!(
-            "found: {} (pond archives the sessions of claude-code and codex)",
-            names.join(", ")
+            "found: {} (pond archives the sessions of {})",
+            names.join(", "),
+            pond_ingest::sources::name_list(&archived)
         );
     }
     for client in found {

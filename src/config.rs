@@ -27,7 +27,7 @@ pub(crate) struct ConfigFile {
     mcp: Mcp,
     #[serde(default)]
     sync: Sync,
-    /// Per client (`claude-code`, `codex`): whether `pond sync` reads it and where.
+    /// Per client (`claude-code`, `codex`, `copilot`): whether `pond sync` reads it and where.
     #[serde(default)]
     sources: BTreeMap<String, Source>,
 }
@@ -67,7 +67,9 @@ pub(crate) struct Source {
 }
 
 /// The client names a `[sources.NAME]` table may have.
-const SOURCES: [&str; 2] = ["claude-code", "codex"];
+fn source_names() -> Vec<&'static str> {
+    pond_ingest::SOURCES.iter().map(|s| s.name).collect()
+}
 
 /// Where the config file is: `--config`/`POND_CONFIG`, else the XDG config folder.
 pub(crate) fn path(cli: &Cli) -> PathBuf {
@@ -96,11 +98,11 @@ pub(crate) fn load(path: &Path) -> Result<ConfigFile> {
         source.path = source.path.take().map(home_relative);
     }
     for name in file.sources.keys() {
-        if !SOURCES.contains(&name.as_str()) {
+        if !source_names().contains(&name.as_str()) {
             bail!(
                 "{}: unknown source [sources.{name}]; pond reads {}",
                 path.display(),
-                SOURCES.join(", ")
+                source_names().join(", ")
             );
         }
     }
@@ -233,7 +235,7 @@ pub(crate) fn apply(cli: &mut Cli, matches: &ArgMatches, file: ConfigFile) -> Ve
         value,
         file.mcp.auto_sync_mins,
     );
-    for name in SOURCES {
+    for name in source_names() {
         let s = file.sources.get(name).cloned().unwrap_or_default();
         let path = s
             .path

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use pond_front::{Front, LocalJobs, Runner, WorkerCommand, Workers, WorkersConfig};
 use pond_protocol::{Choice, Format, WorkerKind};
@@ -111,12 +111,6 @@ pub(crate) struct Cli {
     sources: std::collections::BTreeMap<String, config::Source>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum Agent {
-    ClaudeCode,
-    Codex,
-}
-
 #[derive(Subcommand)]
 pub(crate) enum ModelAction {
     /// Import a BERT-shaped sentence embedder from a folder (config.json, tokenizer.json,
@@ -165,11 +159,12 @@ pub(crate) enum ConfigAction {
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
-    /// Ingest new session lines from Claude Code and Codex into the store
+    /// Ingest new session lines from every client installed here (Claude Code, Codex,
+    /// GitHub Copilot CLI, Cursor) into the store
     Sync {
         /// Sync only this client's files (with --path: how to read that folder)
-        #[arg(long, value_enum)]
-        source: Option<Agent>,
+        #[arg(long, value_parser = source_choice())]
+        source: Option<pond_ingest::SourceKind>,
         /// Sync this folder instead of the clients' default homes
         #[arg(long)]
         path: Option<PathBuf>,
@@ -195,7 +190,7 @@ pub(crate) enum Command {
         project: Option<String>,
         #[arg(long)]
         session: Option<String>,
-        /// claude-code (includes subagents), claude-code/subagent or codex
+        /// claude-code (includes subagents), claude-code/subagent, codex, copilot or cursor
         #[arg(long)]
         agent: Option<String>,
         /// user, assistant, system or tool
@@ -453,6 +448,15 @@ pub(crate) fn default_store() -> PathBuf {
 fn choice<T: Choice>() -> impl TypedValueParser<Value = T> {
     PossibleValuesParser::new(T::NAMES.iter().map(|(n, _)| *n))
         .map(|n| T::named(&n).expect("clap checked the name"))
+}
+
+/// The clients of pond's registry by name (or alias).
+fn source_choice() -> impl TypedValueParser<Value = pond_ingest::SourceKind> {
+    let names = pond_ingest::SOURCES
+        .iter()
+        .map(|s| PossibleValue::new(s.name).aliases(s.aliases.iter().copied()));
+    PossibleValuesParser::new(names)
+        .map(|n| pond_ingest::Source::parse(&n).expect("clap checked the name"))
 }
 
 /// Report a panic (a bug) by where it happened, never by its message: a message can quote

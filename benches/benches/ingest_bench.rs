@@ -1,8 +1,10 @@
 //! Ingest throughput and no-op re-sync time.
 //!
-//! `cargo bench --workspace --bench ingest_bench -- [--messages N] [--work DIR]`
+//! `cargo bench --workspace --bench ingest_bench -- [--messages N] [--clients] [--work DIR]`
 //! Generates (once) a corpus of N messages, syncs it into a fresh store, then syncs again
-//! (nothing new). With `../shared/corpus` present, does the same on the real files.
+//! (nothing new). With `../shared/corpus` present, does the same on the real files. With
+//! `--clients`, also one corpus of N messages per client the generator writes (Claude Code,
+//! Codex, GitHub Copilot CLI, Cursor), for each client's throughput.
 //! Runs the sync job in this process, the same code `pond sync` runs.
 
 use std::path::Path;
@@ -65,7 +67,7 @@ async fn bench(
 }
 
 fn main() {
-    pond_benches::work::accept(&["--messages"], &[]);
+    pond_benches::work::accept(&["--messages"], &["--clients"]);
     let messages = work::num("--messages", 100_000);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -87,6 +89,12 @@ fn main() {
         }
         let (corpus, _) = work::corpus(messages).expect("corpus");
         bench("generated", &corpus, &mut figures).await;
+        if work::flag("--clients") {
+            for client in ["claude-code", "codex", "copilot", "cursor"] {
+                let (corpus, _) = work::client_corpus(client, messages).expect("corpus");
+                bench(client, &corpus, &mut figures).await;
+            }
+        }
     });
     let peak = pond_front::footprint::of_self().map_or(0, |f| f.hwm_kib);
     figures.insert("bench_process_peak_rss_mib".into(), json!(peak / 1024));

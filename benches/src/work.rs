@@ -85,7 +85,40 @@ pub fn work_dir() -> PathBuf {
 
 /// The generated corpus of `messages` messages (seed 1), written once and reused.
 pub fn corpus(messages: u64) -> std::io::Result<(PathBuf, Option<Stats>)> {
-    let dir = work_dir().join(format!("corpus-{messages}"));
+    cached(&format!("corpus-{messages}"), &Spec::new(messages, 1))
+}
+
+/// A generated corpus of one client's sessions only (`claude-code`, `codex`, `copilot` or
+/// `cursor`),
+/// `messages` messages, seed 1, written once and reused.
+pub fn client_corpus(client: &str, messages: u64) -> std::io::Result<(PathBuf, Option<Stats>)> {
+    let base = Spec::new(messages, 1);
+    let spec = match client {
+        "claude-code" => Spec {
+            codex_share: 0.0,
+            ..base
+        },
+        "codex" => Spec {
+            codex_share: 1.0,
+            ..base
+        },
+        "copilot" => Spec {
+            codex_share: 0.0,
+            copilot_share: 1.0,
+            ..base
+        },
+        "cursor" => Spec {
+            codex_share: 0.0,
+            cursor_share: 1.0,
+            ..base
+        },
+        other => panic!("the generator writes claude-code, codex, copilot or cursor, not {other}"),
+    };
+    cached(&format!("corpus-{client}-{messages}"), &spec)
+}
+
+fn cached(name: &str, spec: &Spec) -> std::io::Result<(PathBuf, Option<Stats>)> {
+    let dir = work_dir().join(name);
     let done = dir.join(".complete");
     if done.exists() {
         return Ok((dir, None));
@@ -93,7 +126,7 @@ pub fn corpus(messages: u64) -> std::io::Result<(PathBuf, Option<Stats>)> {
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
     }
-    let stats = generate(&dir, &Spec::new(messages, 1))?;
+    let stats = generate(&dir, spec)?;
     std::fs::write(&done, format!("{stats:?}\n"))?;
     Ok((dir, Some(stats)))
 }

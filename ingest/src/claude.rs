@@ -5,21 +5,38 @@
 //! records become system messages. Titles come from `custom-title`, `ai-title` and 1.0.x
 //! `summary` rows. Every other record type is kept verbatim as a record only.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Value};
 
+use crate::blocks::{all_results, content_blocks, Blocks};
 use crate::common::Common;
-use crate::discover::SourceFile;
 use crate::model::{
     FileBatch, MessageRow, Origin, PartRow, Role, AGENT_CLAUDE, AGENT_CLAUDE_SUBAGENT,
 };
+use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_field};
+
+/// Claude Code: `$CLAUDE_CONFIG_DIR` or `~/.claude`, sessions under `projects/`.
+pub static SOURCE: Source = Source {
+    name: AGENT_CLAUDE,
+    aliases: &["claude"],
+    agents: &[AGENT_CLAUDE_SUBAGENT],
+    home_var: "CLAUDE_CONFIG_DIR",
+    home_default: ".claude",
+    layout: &["projects"],
+    transcript: crate::source::every_file,
+    sniff,
+    parser: |file, common| Box::new(ClaudeParser::new(file, common)),
+};
+
+fn sniff(v: &Value) -> bool {
+    ["sessionId", "uuid", "parentUuid", "leafUuid"]
+        .iter()
+        .any(|k| v.get(k).is_some())
+}
 
 pub struct ClaudeParser {
     subagent: bool,
-    /// `tool_use.id` -> tool name, to name the tool results that follow.
-    tool_names: HashMap<String, String>,
+    blocks: Blocks,
     custom_title: bool,
 }
 
@@ -27,23 +44,21 @@ impl ClaudeParser {
     pub(crate) fn new(file: &SourceFile, common: &mut Common) -> Self {
         if common.session.id.is_empty() {
             // One file is one session: its id is the file's stem (`<uuid>`, `agent-<id>`).
-            common.session.id = file
-                .path
-                .file_stem()
-                .map(crate::paths::os_key)
-                .unwrap_or_default();
+            common.session.id = file.stem();
         }
         if common.session.parent_id.is_none() {
             common.session.parent_id.clone_from(&file.parent_session);
         }
         ClaudeParser {
             subagent: file.is_subagent,
-            tool_names: HashMap::new(),
+            blocks: Blocks::default(),
             custom_title: false,
         }
     }
+}
 
-    pub fn source_agent(&self) -> &'static str {
+impl RecordParser for ClaudeParser {
+    fn source_agent(&self) -> &'static str {
         if self.subagent {
             AGENT_CLAUDE_SUBAGENT
         } else {
@@ -51,8 +66,7 @@ impl ClaudeParser {
         }
     }
 
-    /// Handle one record; returns its record type.
-    pub(crate) fn line(
+    fn line(
         &mut self,
         c: &mut Common,
         line_no: u64,
@@ -98,7 +112,9 @@ impl ClaudeParser {
         }
         ty.map(str::to_owned)
     }
+}
 
+impl ClaudeParser {
     fn message_row(&self, c: &Common, line_no: u64, ts: i64, v: &Value, role: Role) -> MessageRow {
         let id = str_field(v, "uuid").unwrap_or_else(|| format!("{}:{line_no}", c.session.id));
         let origin = if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
@@ -161,21 +177,12 @@ impl ClaudeParser {
         let harness_row = v.get("isMeta").and_then(Value::as_bool) == Some(true);
         let compact = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
         let content = msg.get("content").unwrap_or(&Value::Null);
-        let blocks: Vec<Value> = match content {
-            Value::String(s) => vec![json!({"type": "text", "text": s})],
-            Value::Array(a) => a.clone(),
-            Value::Null => Vec::new(),
-            other => vec![json!({"type": "text", "text": other.to_string()})],
-        };
-        let all_results = !blocks.is_empty()
-            && blocks
-                .iter()
-                .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
+        let blocks = content_blocks(content);
         let role = if is_assistant {
             Role::Assistant
         } else if compact {
             Role::System
-        } else if all_results {
+        } else if all_results(&blocks) {
             Role::Tool
         } else {
             Role::User
@@ -185,7 +192,7 @@ impl ClaudeParser {
         let searchable = matches!(role, Role::User | Role::Assistant) && !harness_row;
         let mut fragments = Vec::new();
         for (ordinal, block) in blocks.iter().enumerate() {
-            let part = self.part(&m, ordinal as u32, block);
+            let part = self.blocks.part(&m, ordinal as u32, block);
             if searchable && part.part_type == "text" {
                 if let Some(t) = &part.text {
                     if is_assistant || !is_harness_text(t) {
@@ -197,60 +204,5 @@ impl ClaudeParser {
         }
         m.search_text = join_search(fragments);
         out.messages.push(m);
-    }
-
-    fn part(&mut self, m: &MessageRow, ordinal: u32, b: &Value) -> PartRow {
-        let ty = b.get("type").and_then(Value::as_str).unwrap_or("unknown");
-        let mut p = PartRow {
-            session_id: m.session_id.clone(),
-            message_id: m.id.clone(),
-            source_line: m.source_line,
-            ordinal,
-            part_type: ty.to_owned(),
-            tool_name: None,
-            call_id: None,
-            is_error: None,
-            text: None,
-            body: None,
-        };
-        match ty {
-            "text" => p.text = str_field(b, "text"),
-            "thinking" => p.text = str_field(b, "thinking"),
-            "tool_use" | "server_tool_use" => {
-                p.part_type = "tool_call".into();
-                p.tool_name = str_field(b, "name");
-                p.call_id = str_field(b, "id");
-                p.body = b.get("input").map(Value::to_string);
-                if let (Some(id), Some(name)) = (&p.call_id, &p.tool_name) {
-                    self.tool_names.insert(id.clone(), name.clone());
-                }
-            }
-            "tool_result" => {
-                p.call_id = str_field(b, "tool_use_id");
-                p.tool_name = p
-                    .call_id
-                    .as_ref()
-                    .and_then(|id| self.tool_names.get(id).cloned());
-                p.is_error = b.get("is_error").and_then(Value::as_bool);
-                p.text = b.get("content").and_then(flatten_content);
-            }
-            "image" => {
-                let src = b.get("source");
-                let data_len = src
-                    .and_then(|s| s.get("data"))
-                    .and_then(Value::as_str)
-                    .map_or(0, str::len);
-                p.body = Some(
-                    json!({
-                        "media_type": src.and_then(|s| s.get("media_type")),
-                        "source_type": src.and_then(|s| s.get("type")),
-                        "data_bytes": data_len,
-                    })
-                    .to_string(),
-                );
-            }
-            _ => p.body = Some(b.to_string()),
-        }
-        p
     }
 }

@@ -11,9 +11,32 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use crate::common::Common;
-use crate::discover::SourceFile;
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role, AGENT_CODEX};
-use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_field};
+use crate::source::{RecordParser, Source, SourceFile};
+use crate::text::{
+    arguments_json, flatten_content, is_harness_text, join_search, parse_ts, str_field,
+};
+
+/// Codex CLI: `$CODEX_HOME` or `~/.codex`, rollouts under `sessions/` and
+/// `archived_sessions/`.
+pub static SOURCE: Source = Source {
+    name: AGENT_CODEX,
+    aliases: &[],
+    agents: &[],
+    home_var: "CODEX_HOME",
+    home_default: ".codex",
+    layout: &["sessions", "archived_sessions"],
+    transcript: crate::source::every_file,
+    sniff,
+    parser: |file, common| Box::new(CodexParser::new(file, common)),
+};
+
+/// A current envelope (`{type, payload}`), or a legacy header (`{id, instructions|git}`).
+fn sniff(v: &Value) -> bool {
+    let has = |k: &str| v.get(k).is_some();
+    (has("payload") && v.get("type").is_some_and(Value::is_string))
+        || (has("id") && (has("instructions") || has("git")) && !has("type"))
+}
 
 pub struct CodexParser {
     /// `call_id` -> tool name, to name the outputs that follow.
@@ -25,11 +48,7 @@ pub struct CodexParser {
 
 /// The session uuid at the end of `rollout-<local time>-<uuid>.jsonl`, else the stem.
 fn id_from_file_name(file: &SourceFile) -> String {
-    let stem = file
-        .path
-        .file_stem()
-        .map(crate::paths::os_key)
-        .unwrap_or_default();
+    let stem = file.stem();
     // The tail is sliced by bytes: a name with other characters before it may not have a
     // char boundary there, and then it has no uuid tail either.
     if let Some(tail) = stem.len().checked_sub(36).and_then(|at| stem.get(at..)) {
@@ -53,8 +72,14 @@ impl CodexParser {
             identified,
         }
     }
+}
 
-    pub(crate) fn line(
+impl RecordParser for CodexParser {
+    fn source_agent(&self) -> &'static str {
+        AGENT_CODEX
+    }
+
+    fn line(
         &mut self,
         c: &mut Common,
         line_no: u64,
@@ -99,7 +124,9 @@ impl CodexParser {
             (None, _) => None,
         }
     }
+}
 
+impl CodexParser {
     fn meta(&mut self, c: &mut Common, p: &Value, raw: &str) {
         // A forked or resumed rollout repeats the meta of its origin: the first one wins.
         if self.identified {
@@ -231,13 +258,7 @@ impl CodexParser {
                     .get("arguments")
                     .or_else(|| p.get("input"))
                     .or_else(|| p.get("action"));
-                pr.body = input.map(|a| match a {
-                    // `arguments` is JSON inside a string: keep the JSON itself when it parses.
-                    Value::String(s) => serde_json::from_str::<Value>(s)
-                        .map(|v| v.to_string())
-                        .unwrap_or_else(|_| Value::String(s.clone()).to_string()),
-                    other => other.to_string(),
-                });
+                pr.body = input.map(arguments_json);
                 if let (Some(id), Some(name)) = (&pr.call_id, &pr.tool_name) {
                     self.call_names.insert(id.clone(), name.clone());
                 }

@@ -1,15 +1,9 @@
 //! What both parsers keep for one pass over one file: its session row and clock.
 
-use crate::discover::SourceFile;
 use crate::model::SessionRow;
 
 /// Lines longer than this are skipped (with a reason), never buffered whole.
 pub const MAX_LINE_BYTES: usize = 32 << 20;
-
-/// A file's path as rows and skips record it.
-pub(crate) fn path_string(file: &SourceFile) -> String {
-    crate::paths::path_key(&file.path)
-}
 
 /// State shared by both parsers for one pass over one file.
 pub(crate) struct Common {

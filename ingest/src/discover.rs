@@ -9,40 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::model::Skip;
-
-/// Which client wrote a file. `None` in a [`SourceFile`] means: sniff the content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourceKind {
-    ClaudeCode,
-    Codex,
-}
-
-impl SourceKind {
-    pub fn parse(s: &str) -> Option<SourceKind> {
-        match s {
-            "claude-code" | "claude" => Some(SourceKind::ClaudeCode),
-            "codex" => Some(SourceKind::Codex),
-            _ => None,
-        }
-    }
-
-    /// The name [`SourceKind::parse`] reads back: `claude-code` or `codex`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SourceKind::ClaudeCode => crate::model::AGENT_CLAUDE,
-            SourceKind::Codex => crate::model::AGENT_CODEX,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceFile {
-    pub path: PathBuf,
-    pub kind: Option<SourceKind>,
-    /// For a Claude subagent file: the parent session id when the layout tells it.
-    pub parent_session: Option<String>,
-    pub is_subagent: bool,
-}
+pub use crate::source::SourceFile;
+use crate::source::SourceKind;
 
 const NOT_TRANSCRIPTS: &[&str] = &["history.jsonl", "session_index.jsonl"];
 
@@ -103,7 +71,9 @@ pub fn classify(path: PathBuf, kind: Option<SourceKind>) -> SourceFile {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default();
-    let is_subagent = kind != Some(SourceKind::Codex) && stem.starts_with("agent-");
+    // Claude Code's layout (and a file whose client is not known yet: sniffed later).
+    let claude_layout = kind.is_none_or(|k| k == crate::sources::CLAUDE_CODE);
+    let is_subagent = claude_layout && stem.starts_with("agent-");
     // `<session>/subagents/agent-x.jsonl`: the grandparent folder names the parent session.
     let parent_session = if is_subagent {
         let parent_dir = path.parent();
@@ -164,16 +134,14 @@ pub fn discover_all(dir: &Path, kind: Option<SourceKind>) -> Discovered {
         found.files.push(classify(dir, kind));
         return found;
     }
-    let roots: Vec<PathBuf> = match kind {
-        Some(SourceKind::ClaudeCode) if dir.join("projects").is_dir() => vec![dir.join("projects")],
-        Some(SourceKind::Codex) if dir.join("sessions").is_dir() => {
-            vec![dir.join("sessions"), dir.join("archived_sessions")]
-        }
-        _ => vec![dir],
+    let roots = match kind {
+        Some(k) => k.roots(&dir),
+        None => vec![dir],
     };
     let mut files: Vec<SourceFile> = roots
         .iter()
         .flat_map(|r| jsonl_files(r, &mut found.unreadable))
+        .filter(|p| kind.is_none_or(|k| (k.transcript)(p)))
         .map(|p| classify(p, kind))
         .collect();
     files.sort_by(|a, b| {
@@ -182,25 +150,6 @@ pub fn discover_all(dir: &Path, kind: Option<SourceKind>) -> Discovered {
     });
     found.files = files;
     found
-}
-
-/// The default homes: `$CLAUDE_CONFIG_DIR` or `~/.claude`, `$CODEX_HOME` or `~/.codex`.
-pub fn default_sources() -> Vec<(SourceKind, PathBuf)> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".claude")));
-    let codex = std::env::var_os("CODEX_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".codex")));
-    let mut out = Vec::new();
-    if let Some(c) = claude {
-        out.push((SourceKind::ClaudeCode, c));
-    }
-    if let Some(c) = codex {
-        out.push((SourceKind::Codex, c));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -216,7 +165,7 @@ mod tests {
         std::fs::write(p.join("S1/subagents/agent-abc.jsonl"), "{}\n").unwrap();
         std::fs::write(p.join("agent-old.jsonl"), "{}\n").unwrap();
         std::fs::write(d.path().join("history.jsonl"), "{}\n").unwrap();
-        let files = discover(d.path(), Some(SourceKind::ClaudeCode));
+        let files = discover(d.path(), Some(crate::sources::CLAUDE_CODE));
         assert_eq!(files.len(), 3);
         let sub = files
             .iter()
@@ -301,7 +250,7 @@ mod tests {
         std::fs::write(d.path().join("sessions/2026/01/02/rollout-a.jsonl"), "").unwrap();
         std::fs::write(d.path().join("archived_sessions/rollout-b.jsonl"), "").unwrap();
         std::fs::write(d.path().join("history.jsonl"), "").unwrap();
-        let files = discover(d.path(), Some(SourceKind::Codex));
+        let files = discover(d.path(), Some(crate::sources::CODEX));
         assert_eq!(files.len(), 2);
         assert!(files.iter().all(|f| !f.is_subagent));
     }

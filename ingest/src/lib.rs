@@ -1,4 +1,5 @@
-//! Session discovery and parsers for Claude Code and Codex CLI, into pond's canonical model.
+//! Session discovery and parsers for the clients pond reads ([`sources::SOURCES`]: Claude
+//! Code, Codex CLI, GitHub Copilot CLI, Cursor), into pond's canonical model.
 //!
 //! What it is for: turning the JSONL files that coding agents write into rows of the
 //! canonical model ([`model`]): sessions, messages, parts, and the verbatim source records.
@@ -11,20 +12,26 @@
 //! Every line of a file ends up either as a stored [`model::RecordRow`] or as a
 //! [`model::Skip`] with a reason; nothing is dropped silently.
 
+mod blocks;
 pub mod claude;
 pub mod codex;
 mod common;
+pub mod copilot;
 mod cursor;
+pub mod cursor_agent;
 pub mod discover;
 mod json;
 pub mod model;
 mod pass;
 pub mod paths;
 pub mod reader;
+pub mod source;
+pub mod sources;
 #[cfg(test)]
 mod tests;
 mod text;
 
-pub use discover::{discover, discover_all, Discovered, SourceFile, SourceKind};
+pub use discover::{discover, discover_all, Discovered, SourceFile};
 pub use model::{FileBatch, MessageRow, Origin, PartRow, RecordRow, Role, SessionRow, Skip};
 pub use reader::{read_file, FileCursor, ReadOutcome};
+pub use sources::{Source, SourceKind, SOURCES};

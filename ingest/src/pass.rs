@@ -4,17 +4,15 @@
 
 use serde_json::Value;
 
-use crate::claude::ClaudeParser;
-use crate::codex::CodexParser;
-use crate::common::{path_string, Common, MAX_LINE_BYTES};
+use crate::common::{Common, MAX_LINE_BYTES};
 use crate::cursor::FileCursor;
-use crate::discover::{SourceFile, SourceKind};
 use crate::model::{FileBatch, PartRow, RecordRow, SessionRow, Skip};
+use crate::source::{RecordParser, Source, SourceFile, SourceKind};
 
-/// The per-format parser of a file, decided by the caller's hint or by sniffing.
-enum Parser {
-    Claude(ClaudeParser),
-    Codex(CodexParser),
+/// The client's parser of a file, decided by the caller's hint or by sniffing.
+struct Parser {
+    kind: SourceKind,
+    records: Box<dyn RecordParser>,
 }
 
 pub(crate) struct Pass<'a> {
@@ -31,19 +29,19 @@ pub(crate) struct Pass<'a> {
 impl<'a> Pass<'a> {
     pub(crate) fn new(file: &'a SourceFile, cursor: &FileCursor, fallback_ts: i64) -> Self {
         let common = Common {
-            path: path_string(file),
+            path: file.key(),
             session: SessionRow {
                 id: cursor.session_id.clone().unwrap_or_default(),
                 parent_id: cursor.parent_id.clone(),
                 project: cursor.project.clone(),
-                source_path: path_string(file),
+                source_path: file.key(),
                 ..SessionRow::default()
             },
             last_ts: cursor.last_ts,
             fallback_ts,
         };
         let kind = match cursor.format.as_deref() {
-            Some(f) => SourceKind::parse(f),
+            Some(f) => Source::parse(f),
             None => file.kind,
         };
         let mut pass = Pass {
@@ -61,11 +59,9 @@ impl<'a> Pass<'a> {
     }
 
     pub(crate) fn start_parser(&mut self, kind: SourceKind) {
-        self.parser = Some(match kind {
-            SourceKind::ClaudeCode => {
-                Parser::Claude(ClaudeParser::new(self.file, &mut self.common))
-            }
-            SourceKind::Codex => Parser::Codex(CodexParser::new(self.file, &mut self.common)),
+        self.parser = Some(Parser {
+            kind,
+            records: (kind.parser)(self.file, &mut self.common),
         });
     }
 
@@ -108,17 +104,14 @@ impl<'a> Pass<'a> {
             return self.skip(line_no, "not a JSON object".into());
         }
         if self.parser.is_none() {
-            if let Some(kind) = sniff(&value) {
+            if let Some(kind) = crate::sources::sniff(&value) {
                 self.start_parser(kind);
             }
         }
         let record_type = match &mut self.parser {
-            Some(Parser::Claude(p)) => {
-                p.line(&mut self.common, line_no, &value, text, &mut self.batch)
-            }
-            Some(Parser::Codex(p)) => {
-                p.line(&mut self.common, line_no, &value, text, &mut self.batch)
-            }
+            Some(p) => p
+                .records
+                .line(&mut self.common, line_no, &value, text, &mut self.batch),
             None => value.get("type").and_then(Value::as_str).map(str::to_owned),
         };
         if cut && self.batch.messages.len() > messages_before {
@@ -191,16 +184,11 @@ impl<'a> Pass<'a> {
 
     pub(crate) fn finish(mut self, cursor: &mut FileCursor) -> FileBatch {
         self.name_late_results();
-        cursor.format = match &self.parser {
-            Some(Parser::Claude(_)) => Some(SourceKind::ClaudeCode.as_str().into()),
-            Some(Parser::Codex(_)) => Some(SourceKind::Codex.as_str().into()),
-            None => None,
-        };
-        let source_agent = match &self.parser {
-            Some(Parser::Claude(p)) => p.source_agent(),
-            Some(Parser::Codex(_)) => crate::model::AGENT_CODEX,
-            None => "",
-        };
+        cursor.format = self.parser.as_ref().map(|p| p.kind.name.to_owned());
+        let source_agent = self
+            .parser
+            .as_ref()
+            .map_or("", |p| p.records.source_agent());
         let s = &mut self.common.session;
         cursor.session_id = (!s.id.is_empty()).then(|| s.id.clone());
         cursor.parent_id.clone_from(&s.parent_id);
@@ -254,19 +242,4 @@ impl<'a> LineParser<'a> {
     pub fn finish(mut self) -> FileBatch {
         self.pass.finish(&mut self.cursor)
     }
-}
-
-/// Guess a file's client from one record.
-pub(crate) fn sniff(v: &Value) -> Option<SourceKind> {
-    let has = |k: &str| v.get(k).is_some();
-    if has("payload") && v.get("type").is_some_and(Value::is_string) {
-        return Some(SourceKind::Codex);
-    }
-    if has("id") && (has("instructions") || has("git")) && !has("type") {
-        return Some(SourceKind::Codex);
-    }
-    if has("sessionId") || has("uuid") || has("parentUuid") || has("leafUuid") {
-        return Some(SourceKind::ClaudeCode);
-    }
-    None
 }

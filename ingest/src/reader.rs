@@ -8,13 +8,12 @@ use std::time::UNIX_EPOCH;
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::common::path_string;
 pub use crate::common::MAX_LINE_BYTES;
 pub use crate::cursor::FileCursor;
-use crate::discover::SourceFile;
 use crate::model::{FileBatch, Skip};
 pub use crate::pass::LineParser;
 use crate::pass::Pass;
+use crate::source::SourceFile;
 
 /// How much of a file's start identifies it: a changed head means the file was replaced.
 const HEAD_BYTES: u64 = 4096;
@@ -59,7 +58,7 @@ impl ReadOutcome {
 fn failed(file: &SourceFile, prev: Option<&FileCursor>, line: u64, reason: String) -> ReadOutcome {
     let mut batch = FileBatch::default();
     let skip = Skip {
-        path: path_string(file),
+        path: file.key(),
         line,
         reason,
     };
@@ -307,8 +306,7 @@ fn read_bounded_line<R: BufRead>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discover::SourceKind;
-    use crate::pass::sniff;
+    use crate::sources::sniff;
     use std::io::Cursor;
 
     #[test]
@@ -337,18 +335,25 @@ mod tests {
     #[test]
     fn sniffing() {
         use serde_json::json;
+        let name = |v| sniff(&v).map(|s| s.name);
         assert_eq!(
-            sniff(&json!({"type":"session_meta","payload":{}})),
-            Some(SourceKind::Codex)
+            name(json!({"type":"session_meta","payload":{}})),
+            Some("codex")
         );
         assert_eq!(
-            sniff(&json!({"id":"x","timestamp":"t","instructions":null})),
-            Some(SourceKind::Codex)
+            name(json!({"id":"x","timestamp":"t","instructions":null})),
+            Some("codex")
         );
+        assert_eq!(name(json!({"type":"user","uuid":"u"})), Some("claude-code"));
         assert_eq!(
-            sniff(&json!({"type":"user","uuid":"u"})),
-            Some(SourceKind::ClaudeCode)
+            name(json!({"type":"session.start","data":{"sessionId":"s"},"id":"e"})),
+            Some("copilot")
         );
-        assert_eq!(sniff(&json!({"created_at":"x"})), None);
+        // Claude Code's progress records carry `data` too: their uuid decides.
+        assert_eq!(
+            name(json!({"type":"progress","data":{},"uuid":"u"})),
+            Some("claude-code")
+        );
+        assert_eq!(name(json!({"created_at":"x"})), None);
     }
 }

@@ -3,25 +3,35 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::discover::{discover, SourceKind};
+use crate::discover::discover;
 use crate::model::Role;
 use crate::reader::{read_file, ReadMode};
+use crate::sources::{SourceKind, CLAUDE_CODE, CODEX, COPILOT, CURSOR};
 use crate::SourceFile;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
 }
 
+/// The fixtures of the clients added through the registry (`tests/clients`).
+fn clients() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/clients")
+}
+
 fn read_all(dir: &str, kind: Option<SourceKind>) -> crate::FileBatch {
+    read_tree(&fixtures().join(dir), kind)
+}
+
+fn read_tree(root: &std::path::Path, kind: Option<SourceKind>) -> crate::FileBatch {
+    let dir = root.display();
     let mut all = crate::FileBatch::default();
-    let found = crate::discover_all(&fixtures().join(dir), kind);
+    let found = crate::discover_all(root, kind);
     assert!(found.unreadable.is_empty(), "{:?}", found.unreadable);
     // The path is compiled in: a test binary built from another checkout (a CI clone
     // sharing the target dir) looks there, and says so here.
     assert!(
         !found.files.is_empty(),
-        "no files under the fixtures' {dir} at {}",
-        fixtures().join(dir).display()
+        "no files under the fixtures at {dir}"
     );
     for f in found.files {
         all.append(read_file(&f, None).batch);
@@ -31,7 +41,7 @@ fn read_all(dir: &str, kind: Option<SourceKind>) -> crate::FileBatch {
 
 #[test]
 fn claude_sessions_messages_parts() {
-    let b = read_all("claude", Some(SourceKind::ClaudeCode));
+    let b = read_all("claude", Some(CLAUDE_CODE));
     assert!(b.skips.is_empty(), "{:?}", b.skips);
     assert_eq!(b.sessions.len(), 3);
     let main = b
@@ -97,7 +107,7 @@ fn claude_sessions_messages_parts() {
 
 #[test]
 fn codex_current_and_legacy() {
-    let b = read_all("codex", Some(SourceKind::Codex));
+    let b = read_all("codex", Some(CODEX));
     assert!(b.skips.is_empty(), "{:?}", b.skips);
     assert_eq!(b.sessions.len(), 2);
     let cur = b
@@ -145,6 +155,258 @@ fn codex_current_and_legacy() {
 }
 
 #[test]
+fn copilot_events_become_messages_parts_and_records() {
+    let b = read_tree(&clients().join("copilot"), Some(COPILOT));
+    assert!(b.skips.is_empty(), "{:?}", b.skips);
+    // Both layouts: a folder per session, and the flat file of older builds.
+    assert_eq!(b.sessions.len(), 2);
+    let s = b
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("5555"))
+        .unwrap();
+    assert_eq!(s.source_agent, "copilot");
+    assert_eq!(s.project.as_deref(), Some("/home/dev/garden"));
+    assert!(s.header.as_ref().unwrap().contains("session.start"));
+    assert_eq!(s.created_at, Some(1_777_885_200_000), "startTime");
+    let flat = b
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("6666"))
+        .unwrap();
+    assert_eq!(flat.project.as_deref(), Some("/home/dev/kiln"));
+
+    // Every line is a record, unknown event types too.
+    assert_eq!(b.records.len(), 19 + 3);
+    let unknown = b
+        .records
+        .iter()
+        .find(|r| r.line == 18 && r.session_id.as_deref() == Some(s.id.as_str()))
+        .unwrap();
+    assert_eq!(unknown.record_type.as_deref(), Some("future.event"));
+
+    let mine: Vec<_> = b.messages.iter().filter(|m| m.session_id == s.id).collect();
+    let lines: Vec<(u64, &str)> = mine
+        .iter()
+        .map(|m| (m.source_line, m.role.as_str()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (3, "user"),
+            (5, "assistant"),
+            (7, "tool"),
+            (8, "assistant"),
+            (11, "user"),
+            (12, "user"),
+            (13, "assistant"),
+            (14, "assistant"),
+            (15, "assistant"),
+            (16, "tool"),
+            (17, "system"),
+        ]
+    );
+    assert!(mine.iter().all(|m| m.id.starts_with("c-e")), "event ids");
+    // Search text: what the user typed and the answers, not skill bodies or tool traffic.
+    let searchable: Vec<u64> = mine
+        .iter()
+        .filter(|m| m.search_text.is_some())
+        .map(|m| m.source_line)
+        .collect();
+    assert_eq!(searchable, [3, 8, 12, 14]);
+    let model = |line: u64| {
+        mine.iter()
+            .find(|m| m.source_line == line)
+            .unwrap()
+            .model
+            .clone()
+    };
+    assert_eq!(model(5).as_deref(), Some("claude-sonnet-4.6"));
+    assert_eq!(
+        model(14).as_deref(),
+        Some("gpt-5.4"),
+        "after session.model_change"
+    );
+
+    let parts = |line: u64| -> Vec<&crate::PartRow> {
+        b.parts
+            .iter()
+            .filter(|p| p.session_id == s.id && p.source_line == line)
+            .collect()
+    };
+    let first = parts(5);
+    let kinds: Vec<&str> = first.iter().map(|p| p.part_type.as_str()).collect();
+    assert_eq!(kinds, ["thinking", "tool_call"], "no empty text part");
+    assert_eq!(first[1].tool_name.as_deref(), Some("bash"));
+    assert_eq!(first[1].call_id.as_deref(), Some("call_1"));
+    assert!(first[1].body.as_ref().unwrap().contains("grep -n monday"));
+    let result = parts(7);
+    assert_eq!(
+        result[0].tool_name.as_deref(),
+        Some("bash"),
+        "named by its call"
+    );
+    assert_eq!(
+        result[0].text.as_deref(),
+        Some("12:    if day == 'monday': continue")
+    );
+    assert_eq!(result[0].is_error, Some(false));
+    // Arguments written as JSON in a string are stored as that JSON.
+    let edit = parts(14);
+    assert_eq!(
+        edit.len(),
+        2,
+        "the thinking already stored at line 13 is not repeated"
+    );
+    let body: serde_json::Value = serde_json::from_str(edit[1].body.as_ref().unwrap()).unwrap();
+    assert_eq!(body["path"], "schedule.py");
+    // A started call that no message requested is a call of its own.
+    assert_eq!(parts(15)[0].tool_name.as_deref(), Some("view"));
+    let failed = parts(16);
+    assert_eq!(failed[0].tool_name.as_deref(), Some("edit"));
+    assert_eq!(failed[0].is_error, Some(true));
+    assert!(failed[0].text.as_ref().unwrap().contains("changed on disk"));
+    assert!(parts(17)[0].text.as_ref().unwrap().contains("Rate limit"));
+}
+
+#[test]
+fn copilot_events_read_in_two_passes_give_what_one_gives() {
+    let src =
+        clients().join("copilot/session-state/55555555-5555-4555-8555-555555555555/events.jsonl");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d
+        .path()
+        .join("session-state/55555555-5555-4555-8555-555555555555");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("events.jsonl");
+    std::fs::write(&path, lines[..9].join("\n") + "\n").unwrap();
+    let f = discover(d.path(), Some(COPILOT)).remove(0);
+    let one = read_file(&f, None);
+    assert_eq!(one.mode, ReadMode::New);
+    let mut f2 = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f2.write_all((lines[9..].join("\n") + "\n").as_bytes())
+        .unwrap();
+    drop(f2);
+    let two = read_file(&f, Some(&one.cursor));
+    assert_eq!(two.mode, ReadMode::Appended);
+    assert_eq!(two.cursor.format.as_deref(), Some("copilot"));
+    // The session's identity and project carry over in the cursor.
+    assert_eq!(
+        two.batch.sessions[0].id,
+        "55555555-5555-4555-8555-555555555555"
+    );
+    assert_eq!(
+        two.batch.sessions[0].project.as_deref(),
+        Some("/home/dev/garden")
+    );
+    let whole = read_file(&f, None);
+    let ids = |b: &crate::FileBatch| b.messages.iter().map(|m| m.id.clone()).collect::<Vec<_>>();
+    let mut split = ids(&one.batch);
+    split.extend(ids(&two.batch));
+    assert_eq!(split, ids(&whole.batch));
+    assert_eq!(one.batch.records.len() + two.batch.records.len(), 19);
+}
+
+#[test]
+fn cursor_transcripts_in_both_layouts() {
+    let b = read_tree(&clients().join("cursor"), Some(CURSOR));
+    assert!(b.skips.is_empty(), "{:?}", b.skips);
+    // The terminals' state beside the transcripts is not a session.
+    assert_eq!(b.sessions.len(), 2, "{:?}", b.sessions);
+    assert!(b
+        .records
+        .iter()
+        .all(|r| r.source_path.contains("agent-transcripts")));
+    let s = b
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("7777"))
+        .unwrap();
+    assert_eq!(s.source_agent, "cursor");
+    assert_eq!(
+        s.project.as_deref(),
+        Some("/home/dev/orchard"),
+        "from worker.log"
+    );
+    assert_eq!(s.title.as_deref(), Some("Pear trees pruned twice in March"));
+    let flat = b
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("8888"))
+        .unwrap();
+    assert_eq!(
+        flat.project.as_deref(),
+        Some("tmp-scratch"),
+        "no worker.log: the slug"
+    );
+
+    let mine: Vec<_> = b.messages.iter().filter(|m| m.session_id == s.id).collect();
+    let lines: Vec<(u64, &str)> = mine
+        .iter()
+        .map(|m| (m.source_line, m.role.as_str()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (2, "user"),
+            (3, "assistant"),
+            (4, "assistant"),
+            (6, "user"),
+            (7, "assistant"),
+            (8, "system")
+        ]
+    );
+    assert_eq!(mine[0].id, format!("{}:2", s.id));
+    // The time the user turn carried, for it and the answers after it.
+    assert_eq!(mine[0].timestamp, 1_785_060_360_000);
+    assert_eq!(mine[2].timestamp, 1_785_060_360_000);
+    // Only what the user typed is searchable, not the context blocks around it.
+    assert_eq!(
+        mine[0].search_text.as_deref(),
+        Some("Why are the pear trees pruned twice in March?")
+    );
+    assert_eq!(
+        mine[3].search_text.as_deref(),
+        Some("Drop it and add a regression test.")
+    );
+    assert!(mine[1]
+        .search_text
+        .as_deref()
+        .unwrap()
+        .contains("pruning calendar"));
+    assert_eq!(mine[4].search_text, None, "a tool call only");
+    let call = b
+        .parts
+        .iter()
+        .find(|p| p.message_id == mine[1].id && p.part_type == "tool_call")
+        .unwrap();
+    assert_eq!(call.tool_name.as_deref(), Some("Shell"));
+    assert_eq!(call.call_id.as_deref(), Some("toolu_1"));
+    let ended = b.parts.iter().find(|p| p.message_id == mine[5].id).unwrap();
+    assert_eq!(
+        ended.text.as_deref(),
+        Some("turn ended: error: Connection lost")
+    );
+    // Every line is a record, control lines too.
+    assert_eq!(b.records.len(), 8 + 2);
+    let flat_answer = b
+        .messages
+        .iter()
+        .find(|m| m.session_id == flat.id && m.role == Role::Assistant)
+        .unwrap();
+    assert!(flat_answer
+        .search_text
+        .as_deref()
+        .unwrap()
+        .contains("git branch -m"));
+}
+
+#[test]
 fn sniffs_format_without_a_hint() {
     let b = read_all("", None);
     assert_eq!(b.sessions.len(), 5);
@@ -161,7 +423,7 @@ fn temp_file(content: &[u8]) -> (tempfile::TempDir, SourceFile) {
     std::fs::write(&path, content).unwrap();
     let f = SourceFile {
         path,
-        kind: Some(SourceKind::ClaudeCode),
+        kind: Some(CLAUDE_CODE),
         parent_session: None,
         is_subagent: false,
     };
@@ -286,7 +548,7 @@ fn a_repeated_codex_meta_does_not_change_the_session() {
     std::fs::write(&path, format!("{}\n{}\n", meta("A"), msg("one"))).unwrap();
     let f = SourceFile {
         path: path.clone(),
-        kind: Some(SourceKind::Codex),
+        kind: Some(CODEX),
         parent_session: None,
         is_subagent: false,
     };
@@ -334,7 +596,7 @@ fn each_line_says_how_it_claims_its_message() {
     use crate::model::Origin;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/replays/projects");
     let mut all = crate::FileBatch::default();
-    for f in discover(&root, Some(SourceKind::ClaudeCode)) {
+    for f in discover(&root, Some(CLAUDE_CODE)) {
         all.append(read_file(&f, None).batch);
     }
     let origin = |session: &str, id: &str| {
@@ -370,7 +632,7 @@ fn each_line_says_how_it_claims_its_message() {
         Some(Origin::Own)
     );
     // Discovery reads session files before the subagent files that replay them.
-    let files = discover(&root, Some(SourceKind::ClaudeCode));
+    let files = discover(&root, Some(CLAUDE_CODE));
     let first_sub = files.iter().position(|f| f.is_subagent).unwrap();
     assert!(files[..first_sub].iter().all(|f| !f.is_subagent));
     assert!(files[first_sub..].iter().all(|f| f.is_subagent));
@@ -383,7 +645,7 @@ fn stored_lines_parse_as_the_file_did() {
     for f in discover(&root, None) {
         let out = read_file(&f, None);
         // What the reader knew when it started: the kind discovery gave (none: sniffed).
-        let mut p = LineParser::new(&f, f.kind.map(SourceKind::as_str), out.cursor.mtime_ns);
+        let mut p = LineParser::new(&f, f.kind.map(|k| k.name), out.cursor.mtime_ns);
         let mut again = crate::FileBatch::default();
         for (i, r) in out.batch.records.iter().enumerate() {
             p.line(r.line, r.byte_offset, &r.raw);
@@ -415,7 +677,7 @@ fn a_result_written_before_its_call_is_named() {
     .unwrap();
     let f = SourceFile {
         path,
-        kind: Some(SourceKind::ClaudeCode),
+        kind: Some(CLAUDE_CODE),
         parent_session: None,
         is_subagent: false,
     };
@@ -437,7 +699,7 @@ fn claude_line(uuid: &str, text: &str) -> String {
 fn claude_file(path: &std::path::Path) -> SourceFile {
     SourceFile {
         path: path.to_path_buf(),
-        kind: Some(SourceKind::ClaudeCode),
+        kind: Some(CLAUDE_CODE),
         parent_session: None,
         is_subagent: false,
     }
@@ -606,8 +868,8 @@ proptest::proptest! {
         ),
         kind in proptest::prop_oneof![
             proptest::strategy::Just(None),
-            proptest::strategy::Just(Some(SourceKind::ClaudeCode)),
-            proptest::strategy::Just(Some(SourceKind::Codex)),
+            proptest::strategy::Just(Some(CLAUDE_CODE)),
+            proptest::strategy::Just(Some(CODEX)),
         ],
     ) {
         let d = tempfile::tempdir().unwrap();

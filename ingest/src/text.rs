@@ -33,6 +33,17 @@ pub fn flatten_content(v: &Value) -> Option<String> {
     }
 }
 
+/// A tool call's arguments as JSON text: an object as is; a string that holds JSON (how
+/// OpenAI-style clients write arguments) as that JSON, any other string as a JSON string.
+pub fn arguments_json(a: &Value) -> String {
+    match a {
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|_| a.to_string()),
+        other => other.to_string(),
+    }
+}
+
 /// Text the client injected into a user turn (environment blocks, instructions, command
 /// echoes). It is stored but kept out of search text: it would drown real matches.
 pub fn is_harness_text(s: &str) -> bool {
@@ -92,6 +103,13 @@ mod tests {
     fn harness() {
         assert!(is_harness_text("  <environment_context>\n<cwd>/x</cwd>"));
         assert!(!is_harness_text("why is the build red?"));
+    }
+
+    #[test]
+    fn arguments_as_json() {
+        assert_eq!(arguments_json(&json!("{\"a\":1}")), "{\"a\":1}");
+        assert_eq!(arguments_json(&json!("not json")), "\"not json\"");
+        assert_eq!(arguments_json(&json!({"b": 2})), "{\"b\":2}");
     }
 
     #[test]

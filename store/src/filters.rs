@@ -10,7 +10,8 @@ pub struct SearchFilters {
     /// Substring of the project path (`shop` matches `/home/a/shop`).
     pub project: Option<String>,
     pub session_id: Option<String>,
-    /// `claude-code`, `codex`, `claude-code/subagent`; `claude-code` also matches subagents.
+    /// A client's name (`claude-code`, `codex`, `copilot`: also its subagents) or a
+    /// variant's (`claude-code/subagent`).
     pub source_agent: Option<String>,
     pub role: Option<String>,
     /// Inclusive lower bound, epoch ms.
@@ -37,17 +38,7 @@ impl SearchFilters {
             parts.push(format!("session_id = {}", sql_str(s)));
         }
         if let Some(a) = &self.source_agent {
-            match a.as_str() {
-                "claude-code" | "claude" => parts.push("source_agent LIKE 'claude-code%'".into()),
-                "codex" | "claude-code/subagent" => {
-                    parts.push(format!("source_agent = {}", sql_str(a)))
-                }
-                other => {
-                    return Err(StoreError::InvalidQuery(format!(
-                        "unknown agent {other:?}: use claude-code, claude-code/subagent or codex"
-                    )))
-                }
-            }
+            parts.push(agent_filter(a)?);
         }
         if let Some(r) = &self.role {
             if pond_ingest::Role::parse(r).is_none() {
@@ -65,6 +56,25 @@ impl SearchFilters {
         }
         Ok((!parts.is_empty()).then(|| parts.join(" AND ")))
     }
+}
+
+/// A client's name (or alias) matches its sessions and its subagents' (`claude-code`,
+/// `claude-code/subagent`); a variant's name matches that variant only.
+fn agent_filter(a: &str) -> Result<String> {
+    if let Some(source) = pond_ingest::Source::parse(a) {
+        let mut names = vec![source.name];
+        names.extend(source.agents);
+        let list: Vec<String> = names.iter().map(|n| sql_str(n)).collect();
+        return Ok(format!("source_agent IN ({})", list.join(", ")));
+    }
+    let names = pond_ingest::sources::agent_names();
+    if names.contains(&a) {
+        return Ok(format!("source_agent = {}", sql_str(a)));
+    }
+    Err(StoreError::InvalidQuery(format!(
+        "unknown agent {a:?}: use {}",
+        pond_ingest::sources::name_list(&names)
+    )))
 }
 
 fn ts_literal(ms: i64) -> String {

@@ -54,6 +54,9 @@ pub struct StoreCounts {
     pub parts: usize,
     pub records: usize,
     pub files: usize,
+    /// Sessions per `source_agent` that has any, in the registry's order
+    /// (`pond_ingest::sources::agent_names`).
+    pub sessions_by_source: Vec<(String, usize)>,
 }
 
 /// Held while a sync or rebuild writes; released on drop (and by the OS if the process dies).
@@ -382,7 +385,18 @@ impl Store {
                 None => 0,
             })
         };
+        let mut sessions_by_source = Vec::new();
+        if let Some(ds) = self.dataset(SESSIONS).await? {
+            for agent in pond_ingest::sources::agent_names() {
+                let filter = format!("source_agent = {}", crate::schema::sql_str(agent));
+                let n = ds.count_rows(Some(filter)).await?;
+                if n > 0 {
+                    sessions_by_source.push((agent.to_owned(), n));
+                }
+            }
+        }
         Ok(StoreCounts {
+            sessions_by_source,
             sessions: count(SESSIONS, None).await?,
             messages: count(MESSAGES, None).await?,
             searchable_messages: count(MESSAGES, Some("searchable")).await?,

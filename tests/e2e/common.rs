@@ -11,6 +11,11 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
+/// The fixtures of the clients added through the source registry, one home per client.
+pub fn clients() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
 pub struct Env {
     pub dir: tempfile::TempDir,
 }
@@ -39,10 +44,11 @@ impl Env {
         let mut c = Command::new(pond_bin());
         c.arg("--store").arg(self.store()).args(args);
         // Keep the user's real homes out of every test.
-        c.env("HOME", self.dir.path())
-            .env_remove("CLAUDE_CONFIG_DIR")
-            .env_remove("CODEX_HOME")
-            .env_remove("POND_STORE")
+        c.env("HOME", self.dir.path());
+        for source in pond_ingest::SOURCES {
+            c.env_remove(source.home_var);
+        }
+        c.env_remove("POND_STORE")
             .env_remove("POND_CONFIG")
             .env_remove("XDG_CONFIG_HOME")
             // Logs at their default level unless a test asks for more.

@@ -80,10 +80,10 @@ fn a_bad_config_names_the_key_and_the_line() {
         err.contains("line 1") && err.contains("config.toml"),
         "{err}"
     );
-    write_config(&env, "[sources.cursor]\nenabled = true\n");
+    write_config(&env, "[sources.aider]\nenabled = true\n");
     let err = env.fails(&["status"]);
     assert!(
-        err.contains("sources.cursor") && err.contains("claude-code"),
+        err.contains("sources.aider") && err.contains("claude-code"),
         "{err}"
     );
 }

@@ -2,6 +2,7 @@
 //!
 //! One test binary with modules keeps link time down.
 
+mod clients;
 mod common;
 mod config;
 mod corpus;

@@ -26,7 +26,7 @@ fn synced() -> Env {
 }
 
 pub(crate) struct Client {
-    service: RunningService<RoleClient, ()>,
+    pub(crate) service: RunningService<RoleClient, ()>,
     pid: u32,
     _child: tokio::process::Child,
 }

@@ -294,3 +294,48 @@ fn a_resumed_copy_at_the_same_lines_keeps_its_session_whole_and_is_searched_once
         "11111111-1111-4111-8111-111111111111"
     );
 }
+
+/// Every row the fixtures store, as text: each table in a fixed order, the sources folder
+/// written `$SRC`, and the file times (which a copy of the fixtures changes) left out.
+fn stored_rows(env: &Env, src: &std::path::Path) -> String {
+    let queries = [
+        "SELECT * FROM sessions ORDER BY id",
+        "SELECT * FROM messages ORDER BY source_path, source_line, id",
+        "SELECT * FROM parts ORDER BY session_id, message_id, ordinal",
+        "SELECT * FROM records ORDER BY source_path, line",
+        "SELECT path, cursor FROM files ORDER BY path",
+    ];
+    let root = std::fs::canonicalize(src).unwrap();
+    let mut out = String::new();
+    for q in queries {
+        let mut rows = env.sql_json(q);
+        for row in rows.as_array_mut().unwrap() {
+            if let Some(c) = row.get("cursor").and_then(|c| c.as_str()) {
+                let mut cursor: serde_json::Value = serde_json::from_str(c).unwrap();
+                cursor.as_object_mut().unwrap().remove("mtime_ns");
+                row["cursor"] = cursor;
+            }
+        }
+        out.push_str(&rows.to_string().replace(root.to_str().unwrap(), "$SRC"));
+        out.push('\n');
+    }
+    out
+}
+
+/// The digest of [`stored_rows`] as the pond before the source registry (commit 3c4095c)
+/// stored the fixtures: Claude Code and Codex moved behind the registry without changing a
+/// stored row, cursor or record.
+const FIXTURE_ROWS_SHA256: &str =
+    "dca56af4824f7efdf8c96143499715114aac9eed5875d357fae74d1972b05c6c";
+
+#[test]
+fn the_fixtures_store_the_rows_they_always_did() {
+    use sha2::Digest;
+    let env = Env::new();
+    let src = env.sources();
+    env.sync(&src);
+    let rows = stored_rows(&env, &src);
+    let digest = sha2::Sha256::digest(rows.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, FIXTURE_ROWS_SHA256, "rows now:\n{rows}");
+}

@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use pond_ingest::discover::classify;
 use pond_ingest::paths::{key_path, path_key};
 use pond_ingest::reader::LineParser;
-use pond_ingest::{FileBatch, FileCursor, SourceFile, SourceKind};
+use pond_ingest::{FileBatch, FileCursor, Source, SourceFile};
 use pond_store::records::StoredLines;
 use pond_store::{vectors, Store, SyncWriter, WriteStats};
 use xxhash_rust::xxh3::xxh3_64;
@@ -158,7 +158,7 @@ pub async fn rederive(
             let kind = cursors
                 .get(p)
                 .and_then(|c| c.format.as_deref())
-                .and_then(SourceKind::parse);
+                .and_then(Source::parse);
             classify(key_path(p), kind)
         })
         .collect();

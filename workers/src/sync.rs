@@ -14,7 +14,7 @@ use std::time::Instant;
 use pond_ingest::paths::path_key;
 use pond_ingest::reader::read_file_part;
 use pond_ingest::reader::ReadMode;
-use pond_ingest::{discover_all, FileBatch, FileCursor, ReadOutcome, Skip, SourceFile, SourceKind};
+use pond_ingest::{discover_all, FileBatch, FileCursor, ReadOutcome, Skip, Source, SourceFile};
 use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
 use pond_store::forgotten::Forgotten;
 use pond_store::{indexes, maintenance, Store, StoreLock, SyncWriter};
@@ -40,7 +40,12 @@ impl std::fmt::Display for SyncError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SyncError::UnknownAgent(a) => {
-                write!(f, "unknown source {a:?}: use claude-code or codex")
+                let names: Vec<&str> = pond_ingest::SOURCES.iter().map(|s| s.name).collect();
+                write!(
+                    f,
+                    "unknown source {a:?}: use {}",
+                    pond_ingest::sources::name_list(&names)
+                )
             }
             SyncError::Reader(e) => write!(f, "a reader thread failed: {e}"),
             SyncError::Store(e) => e.fmt(f),
@@ -77,9 +82,7 @@ pub async fn run(
     let mut seen_paths = HashSet::new();
     for source in &req.sources {
         let kind = match &source.agent {
-            Some(a) => {
-                Some(SourceKind::parse(a).ok_or_else(|| SyncError::UnknownAgent(a.clone()))?)
-            }
+            Some(a) => Some(Source::parse(a).ok_or_else(|| SyncError::UnknownAgent(a.clone()))?),
             None => None,
         };
         let found = discover_all(&source.path, kind);

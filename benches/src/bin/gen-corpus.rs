@@ -1,4 +1,7 @@
-//! `gen-corpus --messages N --out DIR [--seed S]`: write a synthetic session tree.
+//! `gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F]
+//! [--cursor-share F]`: write a synthetic session tree. The mix of clients is by share of
+//! sessions: Codex 0.2, GitHub Copilot CLI and Cursor 0 unless given, Claude Code the rest
+//! (with its subagent files).
 
 use std::path::PathBuf;
 
@@ -8,6 +11,7 @@ fn main() -> anyhow::Result<()> {
     let mut messages = 100_000u64;
     let mut seed = 1u64;
     let mut out: Option<PathBuf> = None;
+    let mut spec = Spec::new(0, 0);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -18,14 +22,29 @@ fn main() -> anyhow::Result<()> {
             "--messages" => messages = value()?.replace('_', "").parse()?,
             "--seed" => seed = value()?.parse()?,
             "--out" => out = Some(value()?.into()),
+            "--codex-share" => spec.codex_share = value()?.parse()?,
+            "--copilot-share" => spec.copilot_share = value()?.parse()?,
+            "--cursor-share" => spec.cursor_share = value()?.parse()?,
             other => anyhow::bail!(
-                "unknown argument {other}; usage: gen-corpus --messages N --out DIR [--seed S]"
+                "unknown argument {other}; usage: gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F] [--cursor-share F]"
             ),
         }
     }
     let out = out.ok_or_else(|| anyhow::anyhow!("--out DIR is required"))?;
     let started = std::time::Instant::now();
-    let s = generate(&out, &Spec::new(messages, seed))?;
+    if !(0.0..=1.0).contains(&(spec.codex_share + spec.copilot_share)) {
+        anyhow::bail!(
+            "--codex-share and --copilot-share are shares of sessions: together at most 1"
+        );
+    }
+    let s = generate(
+        &out,
+        &Spec {
+            messages,
+            seed,
+            ..spec
+        },
+    )?;
     eprintln!(
         "wrote {} messages ({} searchable) in {} sessions, {} files ({} subagent), {} lines, {:.1} MiB to {} in {:.1} s",
         s.messages, s.searchable_messages, s.sessions, s.files, s.subagent_files, s.lines,

@@ -1,8 +1,11 @@
-//! A deterministic generator of realistic Claude Code and Codex session trees.
+//! A deterministic generator of realistic Claude Code, Codex, GitHub Copilot CLI and Cursor
+//! session trees.
 //!
 //! Given a message count and a seed it writes, under one root, `claude/projects/<slug>/`
-//! sessions (with subagent files) and `codex/sessions/YYYY/MM/DD/` rollouts, in the clients'
-//! own formats: many projects over a year, sessions of lognormal length (mean ~150
+//! sessions (with subagent files), `codex/sessions/YYYY/MM/DD/` rollouts and, when asked for
+//! ([`Spec::copilot_share`], [`Spec::cursor_share`]), `copilot/session-state/<id>/events.jsonl`
+//! and `cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl`, in the clients' own
+//! formats: many projects over a year, sessions of lognormal length (mean ~150
 //! messages), prompts and multi-line answers, thinking, tool calls and multi-line results,
 //! bookkeeping rows, replayed uuids. "Messages" counts the rows pond stores as messages,
 //! so a corpus of N messages syncs to N message rows.
@@ -91,6 +94,11 @@ pub struct Spec {
     pub seed: u64,
     /// Share of sessions written by Codex.
     pub codex_share: f64,
+    /// Share of sessions written by GitHub Copilot CLI (0 by default: a corpus without it
+    /// is the one earlier versions generated for the same seed).
+    pub copilot_share: f64,
+    /// Share of sessions written by Cursor's agent (0 by default, as for Copilot).
+    pub cursor_share: f64,
     /// First possible session start, epoch ms.
     pub start_ms: i64,
     pub days: u64,
@@ -102,6 +110,8 @@ impl Spec {
             messages,
             seed,
             codex_share: 0.2,
+            copilot_share: 0.0,
+            cursor_share: 0.0,
             start_ms: 1_764_547_200_000, // 2025-12-01
             days: 365,
         }
@@ -178,6 +188,14 @@ pub fn generate(root: &Path, spec: &Spec) -> io::Result<Stats> {
         let start = spec.start_ms + (r.below(spec.days * 86_400) * 1000) as i64;
         if r.chance(spec.codex_share) {
             codex_session(root, &mut r, &mut stats, &project, start, size)?;
+        } else if spec.copilot_share > 0.0
+            && r.chance(spec.copilot_share / (1.0 - spec.codex_share))
+        {
+            copilot_session(root, &mut r, &mut stats, &project, start, size)?;
+        } else if spec.cursor_share > 0.0
+            && r.chance(spec.cursor_share / (1.0 - spec.codex_share - spec.copilot_share))
+        {
+            cursor_session(root, &mut r, &mut stats, &project, start, size)?;
         } else {
             claude_session(root, &mut r, &mut stats, &project, start, size)?;
         }
@@ -446,6 +464,174 @@ fn codex_session(
     Ok(())
 }
 
+/// A Copilot CLI session: `session.start`, then turns of `user.message`, an
+/// `assistant.message` requesting tool calls (with reasoning half the time), each call's
+/// `tool.execution_start` and `tool.execution_complete`, and the answer.
+fn copilot_session(
+    root: &Path,
+    r: &mut Rng,
+    stats: &mut Stats,
+    project: &str,
+    start: i64,
+    size: u64,
+) -> io::Result<()> {
+    let id = r.uuid();
+    let path = root.join(format!("copilot/session-state/{id}/events.jsonl"));
+    let mut out = Out::create(&path)?;
+    let mut t = start;
+    let mut parent = serde_json::Value::Null;
+    let mut event = |out: &mut Out, r: &mut Rng, ty: &str, data: serde_json::Value, t: i64| {
+        let eid = r.uuid();
+        let line =
+            json!({"type": ty, "data": data, "id": eid, "timestamp": iso(t), "parentId": parent});
+        parent = json!(eid);
+        out.line(&line)
+    };
+    event(
+        &mut out,
+        r,
+        "session.start",
+        json!({"sessionId": id, "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.76", "startTime": iso(t), "selectedModel": "claude-sonnet-4.6", "context": {"cwd": project, "branch": "main"}}),
+        t,
+    )?;
+    let mut written = 0u64;
+    let mut turn = 0;
+    while written < size {
+        t += r.range(5, 600) as i64 * 1000;
+        let p = prompt(r);
+        event(
+            &mut out,
+            r,
+            "user.message",
+            json!({"content": p, "transformedContent": format!("<current_datetime>{}</current_datetime>\n\n{p}", iso(t)), "attachments": []}),
+            t,
+        )?;
+        written += 1;
+        stats.searchable_messages += 1;
+        event(
+            &mut out,
+            r,
+            "assistant.turn_start",
+            json!({"turnId": turn.to_string()}),
+            t,
+        )?;
+        let calls: Vec<String> = (0..r.range(0, 4))
+            .take_while(|i| written + 2 * (i + 1) < size)
+            .map(|_| format!("toolu_{:016x}", r.next_u64()))
+            .collect();
+        if !calls.is_empty() {
+            t += r.range(1, 20) as i64 * 1000;
+            let requests: Vec<serde_json::Value> = calls
+                .iter()
+                .map(|c| json!({"toolCallId": c, "name": "bash", "arguments": {"command": format!("rg {} src", r.zipf(WORDS))}, "type": "function"}))
+                .collect();
+            let mut data = json!({"messageId": r.uuid(), "model": "claude-sonnet-4.6", "content": "", "toolRequests": requests, "outputTokens": r.range(20, 400)});
+            if r.chance(0.5) {
+                let mut thought = String::new();
+                sentence(r, &mut thought, 6, 20);
+                data["reasoningText"] = json!(thought);
+            }
+            event(&mut out, r, "assistant.message", data, t)?;
+            written += 1;
+            for c in &calls {
+                event(
+                    &mut out,
+                    r,
+                    "tool.execution_start",
+                    json!({"toolCallId": c, "toolName": "bash", "arguments": {}}),
+                    t,
+                )?;
+                t += r.range(1, 30) as i64 * 1000;
+                let output = tool_output(r);
+                let data = json!({"toolCallId": c, "success": !r.chance(0.1), "result": {"content": output, "detailedContent": output}});
+                event(&mut out, r, "tool.execution_complete", data, t)?;
+                written += 1;
+            }
+        }
+        if written < size {
+            t += r.range(2, 60) as i64 * 1000;
+            let data = json!({"messageId": r.uuid(), "model": "claude-sonnet-4.6", "content": answer(r), "toolRequests": [], "outputTokens": r.range(20, 400)});
+            event(&mut out, r, "assistant.message", data, t)?;
+            written += 1;
+            stats.searchable_messages += 1;
+        }
+        event(
+            &mut out,
+            r,
+            "assistant.turn_end",
+            json!({"turnId": turn.to_string()}),
+            t,
+        )?;
+        turn += 1;
+    }
+    event(
+        &mut out,
+        r,
+        "session.shutdown",
+        json!({"shutdownType": "routine", "modelMetrics": {"claude-sonnet-4.6": {"usage": {"inputTokens": 1000, "outputTokens": 200}}}}),
+        t,
+    )?;
+    out.finish(stats)?;
+    stats.messages += written;
+    Ok(())
+}
+
+/// A Cursor agent transcript (`projects/<slug>/agent-transcripts/<id>/<id>.jsonl`): user
+/// turns with the context blocks and `<timestamp>` Cursor adds, assistant lines of text and
+/// `tool_use` blocks (Cursor writes no tool results), `turn_ended` after each turn.
+fn cursor_session(
+    root: &Path,
+    r: &mut Rng,
+    stats: &mut Stats,
+    project: &str,
+    start: i64,
+    size: u64,
+) -> io::Result<()> {
+    let id = r.uuid();
+    let slug = slug(project.trim_start_matches('/'));
+    let path = root.join(format!(
+        "cursor/projects/{slug}/agent-transcripts/{id}/{id}.jsonl"
+    ));
+    let mut out = Out::create(&path)?;
+    let mut t = start;
+    let mut written = 0u64;
+    while written < size {
+        t += r.range(5, 600) as i64 * 1000;
+        let when = chrono::DateTime::from_timestamp_millis(t).unwrap_or_default();
+        let text = format!(
+            "<timestamp>{}</timestamp>\n<user_info>\nOS Version: linux 6.8\nWorkspace Path: {project}\n</user_info>\n<user_query>\n{}\n</user_query>",
+            when.format("%A, %b %d, %Y, %-I:%M %p (UTC)"),
+            prompt(r)
+        );
+        out.line(
+            &json!({"role": "user", "message": {"content": [{"type": "text", "text": text}]}}),
+        )?;
+        written += 1;
+        stats.searchable_messages += 1;
+        for _ in 0..r.range(0, 4) {
+            if written + 1 >= size {
+                break;
+            }
+            let mut note = String::new();
+            sentence(r, &mut note, 4, 12);
+            let call = json!({"type": "tool_use", "id": format!("toolu_{:016x}", r.next_u64()), "name": "Shell", "input": {"command": format!("rg {} src", r.zipf(WORDS))}});
+            out.line(&json!({"role": "assistant", "message": {"content": [{"type": "text", "text": note}, call]}}))?;
+            written += 1;
+            stats.searchable_messages += 1;
+        }
+        if written < size {
+            let a = answer(r);
+            out.line(&json!({"role": "assistant", "message": {"content": [{"type": "text", "text": a}]}}))?;
+            written += 1;
+            stats.searchable_messages += 1;
+        }
+        out.line(&json!({"type": "turn_ended", "status": "success"}))?;
+    }
+    out.finish(stats)?;
+    stats.messages += written;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,6 +655,29 @@ mod tests {
         assert_eq!(file(&a), file(&b));
         std::fs::remove_dir_all(a).unwrap();
         std::fs::remove_dir_all(b).unwrap();
+    }
+
+    #[test]
+    fn copilot_and_cursor_sessions_are_written_when_asked_for() {
+        let d = tempfile_dir();
+        let spec = Spec {
+            copilot_share: 0.3,
+            cursor_share: 0.3,
+            ..Spec::new(3000, 7)
+        };
+        let s = generate(&d, &spec).unwrap();
+        let files = walk(&d);
+        assert!(files.iter().any(|p| p.ends_with("events.jsonl")));
+        assert!(files
+            .iter()
+            .any(|p| p.to_string_lossy().contains("/agent-transcripts/")));
+        // The same seed without Copilot writes what earlier versions wrote.
+        let plain = tempfile_dir();
+        let s0 = generate(&plain, &Spec::new(3000, 7)).unwrap();
+        assert!(!walk(&plain).iter().any(|p| p.ends_with("events.jsonl")));
+        assert!(s.messages >= 3000 && s0.messages >= 3000);
+        std::fs::remove_dir_all(d).unwrap();
+        std::fs::remove_dir_all(plain).unwrap();
     }
 
     fn tempfile_dir() -> std::path::PathBuf {

@@ -16,6 +16,7 @@ pub fn status(s: &Status) -> String {
     let mut out = format!("store {}\n", s.store.display());
     if let Some(c) = &s.counts {
         let _ = writeln!(out, "{}", counts(c));
+        by_source(&mut out, c);
     }
     let _ = writeln!(
         out,
@@ -32,6 +33,7 @@ pub fn resource(s: &Status) -> String {
     match (&s.counts, &s.counts_error) {
         (Some(c), _) => {
             let _ = writeln!(out, "{}", counts(c));
+            by_source(&mut out, c);
         }
         (None, e) => {
             let _ = writeln!(out, "counts unavailable: {}", e.as_deref().unwrap_or("?"));
@@ -50,6 +52,19 @@ pub fn resource(s: &Status) -> String {
         process(&mut out, p);
     }
     out
+}
+
+/// Sessions per client, when there are any.
+fn by_source(out: &mut String, c: &pond_store::StoreCounts) {
+    if c.sessions_by_source.is_empty() {
+        return;
+    }
+    let each: Vec<String> = c
+        .sessions_by_source
+        .iter()
+        .map(|(agent, n)| format!("{agent} {n}"))
+        .collect();
+    let _ = writeln!(out, "sessions by source: {}", each.join(", "));
 }
 
 /// The row map, the embeddings, the background sync and the last sync.

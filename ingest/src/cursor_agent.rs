@@ -1,0 +1,324 @@
+//! Cursor's agent transcripts, written by the Cursor agent CLI and by the IDE's agent:
+//! `$CURSOR_CONFIG_DIR` or `~/.cursor`, `projects/<workspace slug>/agent-transcripts/`
+//! `<id>/<id>.jsonl` (older builds: `agent-transcripts/<id>.jsonl`). One line per message:
+//! `{role, message: {content}}` with Anthropic-shaped blocks (`text`, `tool_use` with
+//! Cursor's tool names, sometimes `tool_result`), and control lines with a `type`
+//! (`turn_ended {status, error?}`, a first `metadata {overview}`).
+//!
+//! Lines carry no ids and no timestamps: a message's id is `<session>:<line>`, and its time
+//! the last `<timestamp>…</timestamp>` a user turn carried (else the file's time). What the
+//! user typed is inside `<user_query>…</user_query>`; the other tagged blocks of a user turn
+//! (`<user_info>`, `<rules>`, `<git_status>`, …) are context the client added, stored but not
+//! searchable. The workspace path is `workspacePath=` of the project folder's `worker.log`
+//! when it is there, else the folder's slug (Cursor's slug cannot be turned back into a path).
+//! A `turn_ended` that did not succeed is a system message; the other control lines are
+//! records only.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::blocks::{all_results, content_blocks, Blocks};
+use crate::common::Common;
+use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
+use crate::source::{RecordParser, Source, SourceFile};
+use crate::text::{is_harness_text, join_search, str_field};
+
+pub const AGENT_CURSOR: &str = "cursor";
+
+/// Cursor: `$CURSOR_CONFIG_DIR` or `~/.cursor`, transcripts under `projects/`.
+pub static SOURCE: Source = Source {
+    name: AGENT_CURSOR,
+    aliases: &["cursor-agent", "cursor-cli"],
+    agents: &[],
+    home_var: "CURSOR_CONFIG_DIR",
+    home_default: ".cursor",
+    layout: &["projects"],
+    transcript: |path| {
+        path.components()
+            .any(|c| c.as_os_str() == "agent-transcripts")
+    },
+    sniff,
+    parser: |file, common| Box::new(CursorParser::new(file, common)),
+};
+
+/// `{role, message}` with no `type`, `uuid` or `sessionId` (Claude Code's lines have them).
+fn sniff(v: &Value) -> bool {
+    v.get("role")
+        .and_then(Value::as_str)
+        .is_some_and(|r| matches!(r, "user" | "assistant"))
+        && v.get("message").is_some_and(Value::is_object)
+        && v.get("type").is_none()
+}
+
+pub struct CursorParser {
+    blocks: Blocks,
+}
+
+/// The folder under `projects/` a transcript is in (Cursor's slug of its workspace).
+fn project_folder(path: &Path) -> Option<&Path> {
+    let mut p = path.parent();
+    while let Some(dir) = p {
+        if dir.parent()?.file_name()? == "projects" {
+            return Some(dir);
+        }
+        p = dir.parent();
+    }
+    None
+}
+
+/// The workspace a project folder stands for: `workspacePath=` in its `worker.log`, else
+/// its slug.
+fn workspace(folder: &Path) -> Option<String> {
+    let log = std::fs::read(folder.join("worker.log")).ok();
+    let from_log = log.as_deref().and_then(|bytes| {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .find_map(|l| {
+                let at = l.find("workspacePath=")? + "workspacePath=".len();
+                let v = l[at..].split_whitespace().next()?;
+                Some(v.trim_matches(|c| c == '"' || c == ',').to_owned())
+            })
+            .filter(|v| !v.is_empty())
+    });
+    from_log.or_else(|| folder.file_name().map(crate::paths::os_key))
+}
+
+impl CursorParser {
+    fn new(file: &SourceFile, common: &mut Common) -> Self {
+        if common.session.id.is_empty() {
+            common.session.id = file.stem();
+        }
+        if common.session.project.is_none() {
+            common.session.project = project_folder(&file.path).and_then(workspace);
+        }
+        CursorParser {
+            blocks: Blocks::default(),
+        }
+    }
+
+    fn message_row(&self, c: &Common, line_no: u64, ts: i64, role: Role) -> MessageRow {
+        MessageRow {
+            session_id: c.session.id.clone(),
+            id: format!("{}:{line_no}", c.session.id),
+            timestamp: ts,
+            role,
+            source_agent: AGENT_CURSOR.to_owned(),
+            project: c.session.project.clone(),
+            search_text: None,
+            model: None,
+            source_path: c.path.clone(),
+            source_line: line_no,
+            // Ids are `<session>:<line>`: no other session holds them.
+            origin: Origin::Own,
+        }
+    }
+
+    fn message(&mut self, c: &mut Common, line_no: u64, v: &Value, out: &mut FileBatch) {
+        let assistant = v.get("role").and_then(Value::as_str) == Some("assistant");
+        let content = v.pointer("/message/content").unwrap_or(&Value::Null);
+        let blocks = content_blocks(content);
+        // A user turn may say when it was sent; the answers after it inherit that time.
+        let said = (!assistant)
+            .then(|| {
+                blocks
+                    .iter()
+                    .filter_map(|b| str_field(b, "text"))
+                    .find_map(|t| sent_at(&t))
+            })
+            .flatten();
+        let ts = c.touch(said);
+        let role = if assistant {
+            Role::Assistant
+        } else if all_results(&blocks) {
+            Role::Tool
+        } else {
+            Role::User
+        };
+        let mut m = self.message_row(c, line_no, ts, role);
+        m.model = v
+            .pointer("/message/model")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut fragments = Vec::new();
+        let parts: Vec<PartRow> = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| self.blocks.part(&m, i as u32, b))
+            .collect();
+        for p in &parts {
+            let Some(t) = p.text.as_deref().filter(|_| p.part_type == "text") else {
+                continue;
+            };
+            match role {
+                Role::Assistant => fragments.push(t.to_owned()),
+                Role::User => fragments.extend(typed_by_user(t)),
+                _ => {}
+            }
+        }
+        m.search_text = join_search(fragments);
+        out.parts.extend(parts);
+        out.messages.push(m);
+    }
+}
+
+impl RecordParser for CursorParser {
+    fn source_agent(&self) -> &'static str {
+        AGENT_CURSOR
+    }
+
+    fn line(
+        &mut self,
+        c: &mut Common,
+        line_no: u64,
+        v: &Value,
+        _raw: &str,
+        out: &mut FileBatch,
+    ) -> Option<String> {
+        match v.get("type").and_then(Value::as_str) {
+            Some("metadata") => {
+                if let Some(t) = v.pointer("/metadata/overview").and_then(Value::as_str) {
+                    c.session.title = Some(t.to_owned());
+                }
+                Some("metadata".into())
+            }
+            Some("turn_ended") => {
+                let status = str_field(v, "status");
+                if status.as_deref().is_some_and(|s| s != "success") {
+                    let ts = c.touch(None);
+                    let m = self.message_row(c, line_no, ts, Role::System);
+                    let error = v.get("error").map(|e| match e {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    });
+                    let text = match (status.as_deref(), error) {
+                        (Some(s), Some(e)) => format!("turn ended: {s}: {e}"),
+                        (s, None) => format!("turn ended: {}", s.unwrap_or("?")),
+                        (None, Some(e)) => format!("turn ended: {e}"),
+                    };
+                    out.parts.push(PartRow {
+                        session_id: m.session_id.clone(),
+                        message_id: m.id.clone(),
+                        source_line: line_no,
+                        ordinal: 0,
+                        part_type: "text".into(),
+                        tool_name: None,
+                        call_id: None,
+                        is_error: Some(true),
+                        text: Some(text),
+                        body: None,
+                    });
+                    out.messages.push(m);
+                }
+                Some("turn_ended".into())
+            }
+            Some(other) => Some(other.to_owned()),
+            None => {
+                let role = v.get("role").and_then(Value::as_str)?.to_owned();
+                if v.get("message").is_some_and(Value::is_object) {
+                    self.message(c, line_no, v, out);
+                }
+                Some(role)
+            }
+        }
+    }
+}
+
+/// What the user typed in a user turn's text: the inside of `<user_query>`, else the text
+/// when it is not a block of context the client added (a leading tag, a harness prefix).
+fn typed_by_user(t: &str) -> Option<String> {
+    if let Some(start) = t.find("<user_query>") {
+        let inner = &t[start + "<user_query>".len()..];
+        let inner = inner
+            .find("</user_query>")
+            .map_or(inner, |end| &inner[..end]);
+        return Some(inner.trim().to_owned()).filter(|s| !s.is_empty());
+    }
+    let trimmed = t.trim_start();
+    (!trimmed.starts_with('<') && !is_harness_text(trimmed)).then(|| t.to_owned())
+}
+
+/// The time in a `<timestamp>Sunday, Jul 26, 2026, 1:06 PM (UTC+3)</timestamp>` tag, as
+/// epoch milliseconds.
+fn sent_at(text: &str) -> Option<i64> {
+    let start = text.find("<timestamp>")? + "<timestamp>".len();
+    let rest = &text[start..];
+    let inner = rest[..rest.find("</timestamp>")?].trim();
+    // "Sunday, Jul 26, 2026, 1:06 PM (UTC+3)": the weekday first, the offset last.
+    let (when, zone) = match inner.rfind('(') {
+        Some(at) => (
+            inner[..at].trim(),
+            inner[at..].trim_matches(|c| c == '(' || c == ')'),
+        ),
+        None => (inner, "UTC"),
+    };
+    let when = when.split_once(", ").map_or(when, |(_, rest)| rest);
+    let local = chrono::NaiveDateTime::parse_from_str(when, "%b %d, %Y, %I:%M %p").ok()?;
+    let offset = zone
+        .strip_prefix("UTC")
+        .or_else(|| zone.strip_prefix("GMT"))?;
+    let offset_min = if offset.is_empty() {
+        0
+    } else {
+        let sign = if offset.starts_with('-') { -1 } else { 1 };
+        let digits = offset.trim_start_matches(['+', '-']);
+        let (h, m) = digits.split_once(':').unwrap_or((digits, "0"));
+        sign * (h.parse::<i64>().ok()? * 60 + m.parse::<i64>().ok()?)
+    };
+    Some(local.and_utc().timestamp_millis() - offset_min * 60_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_from_the_tag_cursor_writes() {
+        let t = |s: &str| {
+            sent_at(&format!(
+                "<timestamp>{s}</timestamp>\n<user_query>x</user_query>"
+            ))
+        };
+        // 13:06 at UTC+3 is 10:06 UTC.
+        assert_eq!(
+            t("Sunday, Jul 26, 2026, 1:06 PM (UTC+3)"),
+            Some(1_785_060_360_000)
+        );
+        assert_eq!(
+            t("Sunday, Jul 26, 2026, 10:06 AM (UTC)"),
+            Some(1_785_060_360_000)
+        );
+        assert_eq!(
+            t("Sunday, Jul 26, 2026, 4:36 AM (UTC-5:30)"),
+            Some(1_785_060_360_000)
+        );
+        assert_eq!(t("yesterday"), None);
+        assert_eq!(sent_at("no tag"), None);
+    }
+
+    #[test]
+    fn what_the_user_typed() {
+        assert_eq!(
+            typed_by_user(
+                "<user_info>\nOS: linux\n</user_info>\n<user_query>\nfix it\n</user_query>"
+            )
+            .as_deref(),
+            Some("fix it")
+        );
+        assert_eq!(typed_by_user("<rules>be brief</rules>"), None);
+        assert_eq!(typed_by_user("plain words").as_deref(), Some("plain words"));
+    }
+
+    #[test]
+    fn the_project_folder_of_either_layout() {
+        let flat = Path::new("/h/.cursor/projects/home-dev-x/agent-transcripts/a.jsonl");
+        let nested = Path::new("/h/.cursor/projects/home-dev-x/agent-transcripts/a/a.jsonl");
+        for p in [flat, nested] {
+            assert_eq!(
+                project_folder(p),
+                Some(Path::new("/h/.cursor/projects/home-dev-x"))
+            );
+        }
+        assert_eq!(project_folder(Path::new("/elsewhere/a.jsonl")), None);
+    }
+}

@@ -1,0 +1,122 @@
+//! What a client is to pond (a [`Source`]), what its parser does (`RecordParser`), and
+//! one file of it ([`SourceFile`]): the interface every client module implements. The list
+//! of clients is `crate::sources`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::Common;
+use crate::model::FileBatch;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    pub path: PathBuf,
+    pub kind: Option<SourceKind>,
+    /// For a Claude subagent file: the parent session id when the layout tells it.
+    pub parent_session: Option<String>,
+    pub is_subagent: bool,
+}
+
+impl SourceFile {
+    /// The file's path as rows and skips record it.
+    pub(crate) fn key(&self) -> String {
+        crate::paths::path_key(&self.path)
+    }
+
+    /// The file's name without its extension, as a key (a session id, for the clients
+    /// that name a file after its session).
+    pub(crate) fn stem(&self) -> String {
+        self.path
+            .file_stem()
+            .map(crate::paths::os_key)
+            .unwrap_or_default()
+    }
+}
+
+/// One client: who it is, where its sessions are, how its records are read.
+pub struct Source {
+    /// The name its sessions are stored under (`source_agent`) and `--source` takes.
+    pub name: &'static str,
+    /// Other names `--source` and the search filter accept for it.
+    pub aliases: &'static [&'static str],
+    /// Further `source_agent` values its sessions may carry (subagents), each also matched
+    /// by the client's own name in a search filter.
+    pub agents: &'static [&'static str],
+    /// The variable by which the client moves its home.
+    pub home_var: &'static str,
+    /// Its home under `$HOME` when that variable is not set.
+    pub home_default: &'static str,
+    /// The folders under its home that hold its session files; when none of them exists,
+    /// the folder given is searched whole (a copy of the files, a test fixture).
+    pub layout: &'static [&'static str],
+    /// Which files found under its folders are session files (others there are the
+    /// client's own state).
+    pub transcript: fn(&Path) -> bool,
+    /// Whether one record (a parsed line) is this client's.
+    pub(crate) sniff: fn(&Value) -> bool,
+    /// A parser for one pass over one file.
+    pub(crate) parser: fn(&SourceFile, &mut Common) -> Box<dyn RecordParser>,
+}
+
+/// Which client wrote a file: an entry of [`SOURCES`](crate::sources::SOURCES).
+pub type SourceKind = &'static Source;
+
+impl PartialEq for Source {
+    fn eq(&self, other: &Source) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Source {}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// A client's parser: one record at a time, in file order, with the pass's shared state.
+pub(crate) trait RecordParser: Send {
+    /// Handle one record (a JSON object): push its rows into `out`; returns its record type.
+    fn line(
+        &mut self,
+        c: &mut Common,
+        line_no: u64,
+        v: &Value,
+        raw: &str,
+        out: &mut FileBatch,
+    ) -> Option<String>;
+
+    /// The `source_agent` of the file's session.
+    fn source_agent(&self) -> &'static str;
+}
+
+impl Source {
+    /// The name [`Source::parse`] reads back.
+    pub fn as_str(&self) -> &'static str {
+        self.name
+    }
+
+    /// Its home: its variable, else `home_default` under `$HOME`.
+    pub fn home(&self) -> Option<PathBuf> {
+        std::env::var_os(self.home_var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(self.home_default)))
+    }
+
+    /// The folders of `dir` that hold session files (see [`Source::layout`]).
+    pub fn roots(&self, dir: &Path) -> Vec<PathBuf> {
+        if self.layout.iter().any(|l| dir.join(l).is_dir()) {
+            self.layout.iter().map(|l| dir.join(l)).collect()
+        } else {
+            vec![dir.to_path_buf()]
+        }
+    }
+}
+
+/// For [`Source::transcript`]: every file found is a session file.
+pub(crate) fn every_file(_: &Path) -> bool {
+    true
+}

@@ -1,0 +1,223 @@
+//! The clients added through the source registry, end to end: each client's default home
+//! synced by a plain `pond sync`, its sessions found by search and read whole over MCP.
+
+use serde_json::json;
+
+use crate::common::{clients, copy_dir, Env};
+use crate::mcp::{connect, runtime};
+
+const COPILOT_SESSION: &str = "55555555-5555-4555-8555-555555555555";
+
+/// An environment whose `~/.copilot` is the Copilot fixture, synced by `pond sync`.
+fn copilot_home() -> Env {
+    let env = Env::new();
+    copy_dir(&clients().join("copilot"), &env.dir.path().join(".copilot"));
+    env
+}
+
+#[test]
+fn copilot_default_home_is_synced_searched_and_read_over_mcp() {
+    let env = copilot_home();
+    let r = env.json(&["sync", "--json"]);
+    assert_eq!(r["files_new"], 2, "{r}");
+    assert_eq!(r["skipped"], 0, "{r}");
+    assert_eq!(r["records_added"], 19 + 3, "every line is a record");
+    let agents = env.sql_json("SELECT source_agent, count(*) AS n FROM sessions GROUP BY 1");
+    assert_eq!(agents, json!([{"source_agent": "copilot", "n": 2}]));
+    let status = env.ok(&["status"]);
+    assert!(status.contains("sessions by source: copilot 2"), "{status}");
+
+    // Idempotent: a second sync reads nothing.
+    let again = env.json(&["sync", "--json"]);
+    assert_eq!(again["files_unchanged"], 2);
+    assert_eq!(again["records_added"], 0);
+
+    // Found by what the user asked, in the right session; filtered by client.
+    let hits = env.json(&["search", "sprinkler schedule Mondays", "--json"]);
+    assert_eq!(hits["sessions"][0]["session_id"], COPILOT_SESSION, "{hits}");
+    assert_eq!(hits["sessions"][0]["hits"][0]["message_id"], "c-e03");
+    let mine = env.json(&["search", "glaze", "--agent", "copilot", "--json"]);
+    assert_eq!(mine["sessions"].as_array().map(Vec::len), Some(1), "{mine}");
+    let none = env.json(&["search", "glaze", "--agent", "codex", "--json"]);
+    assert_eq!(none["sessions"].as_array().map(Vec::len), Some(0), "{none}");
+    // A skill body injected as a user turn is stored but not searchable.
+    let skill = env.json(&["search", "linter", "--json"]);
+    assert_eq!(
+        skill["sessions"].as_array().map(Vec::len),
+        Some(0),
+        "{skill}"
+    );
+
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let page = c
+            .ok("pond_get_session", json!({"id": COPILOT_SESSION}))
+            .await;
+        for seen in [
+            "Why does the sprinkler schedule skip Mondays?",
+            "grep -n monday schedule.py",
+            "if day == 'monday': continue",
+            "rest day for the lawn",
+            "rest_days",
+            "changed on disk",
+            "Rate limit exceeded",
+        ] {
+            assert!(page.contains(seen), "{seen:?} missing from:\n{page}");
+        }
+        let found = c
+            .ok(
+                "pond_search",
+                json!({"query": "celadon silica", "source_agent": "copilot"}),
+            )
+            .await;
+        assert!(
+            found.contains("66666666-6666-4666-8666-666666666666"),
+            "{found}"
+        );
+        let schema = c.resource("pond://schema").await;
+        assert!(schema.contains("copilot"), "{schema}");
+        c.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn copilot_source_flag_and_its_own_variable() {
+    let env = Env::new();
+    let home = env.dir.path().join("elsewhere");
+    copy_dir(&clients().join("copilot"), &home);
+    // The client's own variable moves its home, as it does for Copilot itself.
+    let r = env.json_with(
+        &["sync", "--source", "copilot", "--json"],
+        &[("COPILOT_HOME", home.to_str().unwrap())],
+    );
+    assert_eq!(r["files_new"], 2, "{r}");
+    // An unknown name is refused with the names pond knows.
+    let err = env.fails(&["sync", "--source", "nope"]);
+    assert!(err.contains("copilot"), "{err}");
+    // A session that grows adds only its new lines.
+    let file = home.join(format!("session-state/{COPILOT_SESSION}/events.jsonl"));
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(r#"{"type":"user.message","data":{"content":"Thanks, ship the rest-day setting."},"id":"c-e20","timestamp":"2026-05-04T09:03:00.000Z","parentId":"c-e19"}"#);
+    text.push('\n');
+    std::fs::write(&file, text).unwrap();
+    let r = env.json_with(
+        &["sync", "--source", "copilot", "--json"],
+        &[("COPILOT_HOME", home.to_str().unwrap())],
+    );
+    assert_eq!(r["files_appended"], 1, "{r}");
+    assert_eq!(r["messages_added"], 1, "{r}");
+    let line = env.sql_json("SELECT source_line, session_id FROM messages WHERE id = 'c-e20'");
+    assert_eq!(line[0]["source_line"], 20);
+    assert_eq!(line[0]["session_id"], COPILOT_SESSION);
+}
+
+#[test]
+fn a_generated_corpus_mixing_clients_syncs_to_its_counts() {
+    let env = Env::new();
+    let src = env.dir.path().join("corpus");
+    let spec = pond_benches::corpus::Spec {
+        copilot_share: 0.3,
+        cursor_share: 0.3,
+        ..pond_benches::corpus::Spec::new(4000, 3)
+    };
+    let stats = pond_benches::corpus::generate(&src, &spec).unwrap();
+    let r = env.sync(&src);
+    assert_eq!(r["skipped"], 0, "{r}");
+    assert_eq!(r["records_added"], stats.lines, "every line a record");
+    assert_eq!(
+        r["messages_added"], stats.messages,
+        "the generator counts what pond stores"
+    );
+    let agents =
+        env.sql_json("SELECT source_agent, count(*) AS n FROM sessions GROUP BY 1 ORDER BY 1");
+    let names: Vec<&str> = agents
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["source_agent"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"copilot") && names.contains(&"claude-code"),
+        "{agents}"
+    );
+}
+
+#[test]
+fn a_deleted_copilot_session_is_restored_byte_for_byte() {
+    let env = copilot_home();
+    env.ok(&["sync"]);
+    let file = env.dir.path().join(format!(
+        ".copilot/session-state/{COPILOT_SESSION}/events.jsonl"
+    ));
+    let before = std::fs::read(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let r = env.json(&["restore", COPILOT_SESSION, "--json"]);
+    assert_eq!(std::fs::read(&file).unwrap(), before, "{r}");
+}
+
+const CURSOR_SESSION: &str = "77777777-7777-4777-8777-777777777777";
+
+#[test]
+fn cursor_default_home_is_synced_searched_and_read_over_mcp() {
+    let env = Env::new();
+    copy_dir(&clients().join("cursor"), &env.dir.path().join(".cursor"));
+    let r = env.json(&["sync", "--json"]);
+    assert_eq!(
+        r["files_new"], 2,
+        "the transcripts, not the terminals' state: {r}"
+    );
+    assert_eq!(r["skipped"], 0, "{r}");
+    let status = env.ok(&["status"]);
+    assert!(status.contains("sessions by source: cursor 2"), "{status}");
+    let hits = env.json(&["search", "pear trees pruned", "--agent", "cursor", "--json"]);
+    assert_eq!(hits["sessions"][0]["session_id"], CURSOR_SESSION, "{hits}");
+    let project = env.json(&["search", "pear", "--project", "orchard", "--json"]);
+    assert_eq!(
+        project["sessions"][0]["session_id"], CURSOR_SESSION,
+        "{project}"
+    );
+    // The context Cursor adds to a user turn is not searchable.
+    let context = env.json(&["search", "linux", "--json"]);
+    assert_eq!(
+        context["sessions"].as_array().map(Vec::len),
+        Some(0),
+        "{context}"
+    );
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let page = c
+            .ok("pond_get_session", json!({"id": CURSOR_SESSION}))
+            .await;
+        for seen in [
+            "Why are the pear trees pruned twice in March?",
+            "rg -n march calendar.py",
+            "Drop the pear row",
+            "StrReplace",
+            "Connection lost",
+        ] {
+            assert!(page.contains(seen), "{seen:?} missing from:\n{page}");
+        }
+        c.service.cancel().await.unwrap();
+    });
+
+    // Cursor rewrites a transcript whole, with the same lines or fewer (a pruned history):
+    // read again from the start, nothing stored is lost and nothing is doubled.
+    let file = env.dir.path().join(format!(
+        ".cursor/projects/home-dev-orchard/agent-transcripts/{CURSOR_SESSION}/{CURSOR_SESSION}.jsonl"
+    ));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let messages = env.count("messages");
+    std::fs::write(&file, &text).unwrap();
+    let same = env.json(&["sync", "--json"]);
+    assert_eq!(same["messages_added"], 0, "{same}");
+    let pruned: Vec<&str> = text.lines().skip(4).collect();
+    std::fs::write(&file, pruned.join("\n") + "\n").unwrap();
+    let r = env.json(&["sync", "--json"]);
+    assert_eq!(r["files_rewritten"], 1, "{r}");
+    assert!(env.count("messages") >= messages, "{r}");
+    let still = env.json(&["search", "pear trees pruned", "--json"]);
+    assert_eq!(
+        still["sessions"][0]["session_id"], CURSOR_SESSION,
+        "{still}"
+    );
+}
