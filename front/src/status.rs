@@ -69,6 +69,12 @@ pub struct Embeddings {
     /// Vectors of that model.
     pub vectors: u64,
     pub searchable: u64,
+    /// The oldest and the newest message with a vector (RFC 3339, UTC); the backfill goes
+    /// newest first, so a partial one covers the recent past.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub covered_from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub covered_to: Option<String>,
 }
 
 /// The last sync any process finished on this store.
@@ -150,10 +156,17 @@ pub(crate) async fn gather(
         None => None,
     };
     let coverage = vectors::coverage(store).await;
+    let span = coverage.as_ref().and_then(|c| c.span);
+    let at = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+    };
     let embeddings = Embeddings {
         model: coverage.as_ref().map(|c| c.model.clone()),
         vectors: coverage.map_or(0, |c| c.vectors as u64),
         searchable: counts.as_ref().map_or(0, |c| c.searchable_messages as u64),
+        covered_from: span.and_then(|(lo, _)| at(lo)),
+        covered_to: span.and_then(|(_, hi)| at(hi)),
     };
     Status {
         store: store.root().to_path_buf(),

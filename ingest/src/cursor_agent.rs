@@ -6,7 +6,11 @@
 //! (`turn_ended {status, error?}`, a first `metadata {overview}`).
 //!
 //! Lines carry no ids and no timestamps: a message's id is `<session>:<line>`, and its time
-//! the last `<timestamp>…</timestamp>` a user turn carried (else the file's time). What the
+//! the last `<timestamp>…</timestamp>` a user turn carried (else the file's time). Cursor
+//! sometimes rewrites a transcript whole, pruned: the file is then read again, its new lines
+//! stored as records, but a message whose line number a stored one already has stays that
+//! stored message (a session holds an id once), so after a prune and more growth some new
+//! lines are records only. What the
 //! user typed is inside `<user_query>…</user_query>`; the other tagged blocks of a user turn
 //! (`<user_info>`, `<rules>`, `<git_status>`, …) are context the client added, stored but not
 //! searchable. The workspace path is `workspacePath=` of the project folder's `worker.log`

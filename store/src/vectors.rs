@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arrow_array::builder::{
     FixedSizeListBuilder, Float16Builder, StringBuilder, TimestampMillisecondBuilder, UInt64Builder,
 };
-use arrow_array::types::{Float32Type, UInt64Type};
+use arrow_array::types::{Float32Type, TimestampMillisecondType, UInt64Type};
 use arrow_array::{Array, ArrayRef, Float32Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use futures::TryStreamExt;
@@ -481,14 +481,18 @@ pub async fn counts(store: &Store) -> Result<Vec<(String, usize)>> {
     Ok(out)
 }
 
-/// The store's model, if it has one, and how many vectors of it the store holds.
+/// The store's model, if it has one, how many vectors of it the store holds, and the time
+/// span of the messages they are of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Coverage {
     pub model: String,
     pub vectors: usize,
+    /// The oldest and the newest message with a vector (epoch ms); None without vectors.
+    /// The backfill goes newest first, so after a partial one this is the recent past.
+    pub span: Option<(i64, i64)>,
 }
 
-/// The store's model and how many vectors it has (None: no model).
+/// The store's model, how many vectors it has and the time they cover (None: no model).
 pub async fn coverage(store: &Store) -> Option<Coverage> {
     let manifest = std::fs::read(store.model_dir().join("manifest.json"))
         .ok()
@@ -500,12 +504,37 @@ pub async fn coverage(store: &Store) -> Option<Coverage> {
         Some(h) => format!("{model}@{}", &h[..h.len().min(12)]),
         None => model.clone(),
     };
-    let vectors = counts(store)
-        .await
-        .ok()
-        .and_then(|c| c.into_iter().find(|(m, _)| *m == key).map(|(_, n)| n))
-        .unwrap_or(0);
-    Some(Coverage { model, vectors })
+    let (vectors, span) = span_of(store, &key).await.unwrap_or((0, None));
+    Some(Coverage {
+        model,
+        vectors,
+        span,
+    })
+}
+
+/// How many vectors of `key` there are, and the oldest and newest of their messages' times:
+/// one scan of two narrow columns.
+async fn span_of(store: &Store, key: &str) -> Result<(usize, Option<(i64, i64)>)> {
+    let Some(ds) = store.dataset(EMBEDDINGS).await? else {
+        return Ok((0, None));
+    };
+    let mut scan = ds.scan();
+    scan.project(&["model", "timestamp"])?;
+    let mut stream = scan.try_into_stream().await?;
+    let (mut n, mut span): (usize, Option<(i64, i64)>) = (0, None);
+    while let Some(b) = stream.try_next().await? {
+        let m = string_col(&b, "model")?;
+        let t = primitive_col::<TimestampMillisecondType>(&b, "timestamp")?;
+        for i in 0..b.num_rows() {
+            if m.value(i) != key {
+                continue;
+            }
+            n += 1;
+            let at = t.value(i);
+            span = Some(span.map_or((at, at), |(lo, hi)| (lo.min(at), hi.max(at))));
+        }
+    }
+    Ok((n, span))
 }
 
 pub const VECTOR_INDEX: &str = "embeddings_vector_ivf_sq";

@@ -60,6 +60,22 @@ fn embed_backfills_resumably_and_vector_search_answers() {
         (Some(4), Some(7)),
         "{r}"
     );
+    // Newest first: the four vectors are of the archive's four newest searchable messages,
+    // and the status says which time they cover.
+    let e = &env.json(&["status", "--json"])["embeddings"];
+    assert_eq!(
+        (&e["covered_from"], &e["covered_to"]),
+        (
+            &json!("2026-03-01T10:00:20Z"),
+            &json!("2026-03-01T11:00:05Z")
+        ),
+        "{e}"
+    );
+    let text = env.ok(&["status"]);
+    assert!(
+        text.contains("messages from 2026-03-01 10:00 UTC to 2026-03-01 11:00 UTC"),
+        "{text}"
+    );
     let r = env.json(&["embed", "--json"]);
     assert_eq!(
         (r["embedded"].as_u64(), r["already"].as_u64()),

@@ -138,16 +138,27 @@ pub fn embeddings(e: &Embeddings) -> String {
     let Some(name) = &e.model else {
         return "embeddings: no model (full-text only; `pond model fetch` or `pond model import DIR`, then `pond embed`, enable vector search)".into();
     };
+    let span = match (&e.covered_from, &e.covered_to) {
+        (Some(from), Some(to)) => format!(", messages from {} to {}", minute(from), minute(to)),
+        _ => String::new(),
+    };
     format!(
-        "embeddings: model {name}; {} of {} searchable messages have vectors{}",
+        "embeddings: model {name}; {} of {} searchable messages have vectors{span}{}",
         e.vectors,
         e.searchable,
         if e.vectors < e.searchable {
-            " (`pond embed` adds the rest; a sync does it for what it adds)"
+            " (`pond embed` adds the rest, newest first; a sync does it for what it adds)"
         } else {
             ""
         }
     )
+}
+
+/// An RFC 3339 time to the minute, as status lines show times: `2026-12-01 01:20 UTC`.
+fn minute(rfc3339: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|_| rfc3339.to_owned())
 }
 
 fn background(b: &BackgroundSync) -> String {
