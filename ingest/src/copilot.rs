@@ -8,7 +8,8 @@
 //! its call by `toolCallId`; a `tool.execution_start` whose call no assistant message
 //! requested is a tool call of its own. `assistant.reasoning` is a thinking message unless
 //! an assistant message already carried the same text. `session.start` names the session,
-//! its working directory and model, `session.model_change` the model after it;
+//! its working directory and model, `session.model_change` the model after it (the title is
+//! the `name:` or `summary:` of the `workspace.yaml` beside the events, when there is one);
 //! `session.error` and `session.warning` are system messages. Every other event (turn
 //! markers, usage, compaction, shutdown metrics, rewinds) is kept as a record only.
 
@@ -69,10 +70,35 @@ fn id_from_path(file: &SourceFile) -> String {
     stem
 }
 
+/// The session's title from the `workspace.yaml` beside `events.jsonl`: its `name:`, else
+/// its `summary:` (one-line values; quotes taken off).
+fn workspace_title(file: &SourceFile) -> Option<String> {
+    if file.stem() != "events" {
+        return None;
+    }
+    let yaml = std::fs::read(file.path.parent()?.join("workspace.yaml")).ok()?;
+    let yaml = String::from_utf8_lossy(&yaml);
+    let value = |key: &str| {
+        yaml.lines().find_map(|l| {
+            let v = l.strip_prefix(key)?.strip_prefix(':')?.trim();
+            let v = v
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+                .unwrap_or(v);
+            (!v.is_empty()).then(|| v.to_owned())
+        })
+    };
+    value("name").or_else(|| value("summary"))
+}
+
 impl CopilotParser {
     fn new(file: &SourceFile, common: &mut Common) -> Self {
         if common.session.id.is_empty() {
             common.session.id = id_from_path(file);
+        }
+        if common.session.title.is_none() {
+            common.session.title = workspace_title(file);
         }
         CopilotParser {
             model: None,

@@ -14,7 +14,8 @@
 //! user typed is inside `<user_query>…</user_query>`; the other tagged blocks of a user turn
 //! (`<user_info>`, `<rules>`, `<git_status>`, …) are context the client added, stored but not
 //! searchable. The workspace path is `workspacePath=` of the project folder's `worker.log`
-//! when it is there, else the folder's slug (Cursor's slug cannot be turned back into a path).
+//! when it is there, else the `Workspace Path:` a user turn's `<user_info>` names, else the
+//! folder's slug (Cursor's slug cannot be turned back into a path).
 //! A `turn_ended` that did not succeed is a system message; the other control lines are
 //! records only.
 
@@ -57,6 +58,8 @@ fn sniff(v: &Value) -> bool {
 
 pub struct CursorParser {
     blocks: Blocks,
+    /// The project is only the folder's slug: a workspace a user turn states replaces it.
+    slug_only: bool,
 }
 
 /// The folder under `projects/` a transcript is in (Cursor's slug of its workspace).
@@ -71,21 +74,24 @@ fn project_folder(path: &Path) -> Option<&Path> {
     None
 }
 
-/// The workspace a project folder stands for: `workspacePath=` in its `worker.log`, else
-/// its slug.
-fn workspace(folder: &Path) -> Option<String> {
-    let log = std::fs::read(folder.join("worker.log")).ok();
-    let from_log = log.as_deref().and_then(|bytes| {
-        String::from_utf8_lossy(bytes)
-            .lines()
-            .find_map(|l| {
-                let at = l.find("workspacePath=")? + "workspacePath=".len();
-                let v = l[at..].split_whitespace().next()?;
-                Some(v.trim_matches(|c| c == '"' || c == ',').to_owned())
-            })
-            .filter(|v| !v.is_empty())
-    });
-    from_log.or_else(|| folder.file_name().map(crate::paths::os_key))
+/// The workspace a project folder stands for: `workspacePath=` in its `worker.log`.
+fn logged_workspace(folder: &Path) -> Option<String> {
+    let log = std::fs::read(folder.join("worker.log")).ok()?;
+    String::from_utf8_lossy(&log)
+        .lines()
+        .find_map(|l| {
+            let at = l.find("workspacePath=")? + "workspacePath=".len();
+            let v = l[at..].split_whitespace().next()?;
+            Some(v.trim_matches(|c| c == '"' || c == ',').to_owned())
+        })
+        .filter(|v| !v.is_empty())
+}
+
+/// The `Workspace Path:` line of the context Cursor adds to a user turn.
+fn stated_workspace(text: &str) -> Option<String> {
+    let at = text.find("Workspace Path:")? + "Workspace Path:".len();
+    let v = text[at..].lines().next()?.trim();
+    (!v.is_empty()).then(|| v.to_owned())
 }
 
 impl CursorParser {
@@ -93,11 +99,18 @@ impl CursorParser {
         if common.session.id.is_empty() {
             common.session.id = file.stem();
         }
+        let mut slug_only = false;
         if common.session.project.is_none() {
-            common.session.project = project_folder(&file.path).and_then(workspace);
+            let folder = project_folder(&file.path);
+            common.session.project = folder.and_then(logged_workspace);
+            if common.session.project.is_none() {
+                common.session.project = folder.and_then(Path::file_name).map(crate::paths::os_key);
+                slug_only = true;
+            }
         }
         CursorParser {
             blocks: Blocks::default(),
+            slug_only,
         }
     }
 
@@ -132,6 +145,16 @@ impl CursorParser {
             })
             .flatten();
         let ts = c.touch(said);
+        if self.slug_only && !assistant {
+            let stated = blocks
+                .iter()
+                .filter_map(|b| str_field(b, "text"))
+                .find_map(|t| stated_workspace(&t));
+            if stated.is_some() {
+                c.session.project = stated;
+                self.slug_only = false;
+            }
+        }
         let role = if assistant {
             Role::Assistant
         } else if all_results(&blocks) {
@@ -311,6 +334,16 @@ mod tests {
         );
         assert_eq!(typed_by_user("<rules>be brief</rules>"), None);
         assert_eq!(typed_by_user("plain words").as_deref(), Some("plain words"));
+    }
+
+    #[test]
+    fn the_workspace_a_turn_states() {
+        let text = "<user_info>\nOS Version: linux\nWorkspace Path: /home/a/b c\n</user_info>";
+        assert_eq!(stated_workspace(text).as_deref(), Some("/home/a/b c"));
+        assert_eq!(
+            stated_workspace("<user_info>\nOS: linux\n</user_info>"),
+            None
+        );
     }
 
     #[test]

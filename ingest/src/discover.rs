@@ -1,9 +1,11 @@
 //! Where session files live, and what kind each one is.
 //!
-//! Claude Code: `<config>/projects/<slug>/<session>.jsonl`, subagents in
+//! Each client's folders and which files there are transcripts come from its
+//! [`Source`](crate::source::Source) (`layout`, `transcript`); discovery walks them for
+//! `.jsonl` files. Claude Code's subagents are found here by their layout:
 //! `<slug>/<session>/subagents/agent-<id>.jsonl` (older builds: `agent-<id>.jsonl` beside the
-//! session). Codex: `<home>/sessions/YYYY/MM/DD/rollout-*.jsonl` and `<home>/archived_sessions/`.
-//! Prompt indexes (`history.jsonl`, `session_index.jsonl`) are not transcripts and are ignored.
+//! session). Prompt indexes (`history.jsonl`, `session_index.jsonl`) are not transcripts and
+//! are ignored.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};

@@ -169,6 +169,11 @@ fn copilot_events_become_messages_parts_and_records() {
     assert_eq!(s.project.as_deref(), Some("/home/dev/garden"));
     assert!(s.header.as_ref().unwrap().contains("session.start"));
     assert_eq!(s.created_at, Some(1_777_885_200_000), "startTime");
+    assert_eq!(
+        s.title.as_deref(),
+        Some("Configurable rest days"),
+        "workspace.yaml"
+    );
     let flat = b
         .sessions
         .iter()
@@ -317,7 +322,7 @@ fn cursor_transcripts_in_both_layouts() {
     let b = read_tree(&clients().join("cursor"), Some(CURSOR));
     assert!(b.skips.is_empty(), "{:?}", b.skips);
     // The terminals' state beside the transcripts is not a session.
-    assert_eq!(b.sessions.len(), 2, "{:?}", b.sessions);
+    assert_eq!(b.sessions.len(), 3, "{:?}", b.sessions);
     assert!(b
         .records
         .iter()
@@ -393,7 +398,7 @@ fn cursor_transcripts_in_both_layouts() {
         Some("turn ended: error: Connection lost")
     );
     // Every line is a record, control lines too.
-    assert_eq!(b.records.len(), 8 + 2);
+    assert_eq!(b.records.len(), 8 + 2 + 2);
     let flat_answer = b
         .messages
         .iter()

@@ -163,12 +163,12 @@ fn cursor_default_home_is_synced_searched_and_read_over_mcp() {
     copy_dir(&clients().join("cursor"), &env.dir.path().join(".cursor"));
     let r = env.json(&["sync", "--json"]);
     assert_eq!(
-        r["files_new"], 2,
+        r["files_new"], 3,
         "the transcripts, not the terminals' state: {r}"
     );
     assert_eq!(r["skipped"], 0, "{r}");
     let status = env.ok(&["status"]);
-    assert!(status.contains("sessions by source: cursor 2"), "{status}");
+    assert!(status.contains("sessions by source: cursor 3"), "{status}");
     let hits = env.json(&["search", "pear trees pruned", "--agent", "cursor", "--json"]);
     assert_eq!(hits["sessions"][0]["session_id"], CURSOR_SESSION, "{hits}");
     let project = env.json(&["search", "pear", "--project", "orchard", "--json"]);
