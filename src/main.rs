@@ -160,7 +160,7 @@ pub(crate) enum ConfigAction {
 #[derive(Subcommand)]
 pub(crate) enum Command {
     /// Ingest new session lines from every client installed here (Claude Code, Codex,
-    /// GitHub Copilot CLI, Cursor) into the store
+    /// GitHub Copilot CLI, Cursor, Gemini CLI) into the store
     Sync {
         /// Sync only this client's files (with --path: how to read that folder)
         #[arg(long, value_parser = source_choice())]
@@ -190,7 +190,8 @@ pub(crate) enum Command {
         project: Option<String>,
         #[arg(long)]
         session: Option<String>,
-        /// claude-code (includes subagents), claude-code/subagent, codex, copilot or cursor
+        /// claude-code (includes subagents), claude-code/subagent, codex, copilot, cursor,
+        /// gemini (includes subagents) or gemini/subagent
         #[arg(long)]
         agent: Option<String>,
         /// user, assistant, system or tool

@@ -88,8 +88,8 @@ pub fn corpus(messages: u64) -> std::io::Result<(PathBuf, Option<Stats>)> {
     cached(&format!("corpus-{messages}"), &Spec::new(messages, 1))
 }
 
-/// A generated corpus of one client's sessions only (`claude-code`, `codex`, `copilot` or
-/// `cursor`),
+/// A generated corpus of one client's sessions only (`claude-code`, `codex`, `copilot`,
+/// `cursor` or `gemini`),
 /// `messages` messages, seed 1, written once and reused.
 pub fn client_corpus(client: &str, messages: u64) -> std::io::Result<(PathBuf, Option<Stats>)> {
     let base = Spec::new(messages, 1);
@@ -112,7 +112,14 @@ pub fn client_corpus(client: &str, messages: u64) -> std::io::Result<(PathBuf, O
             cursor_share: 1.0,
             ..base
         },
-        other => panic!("the generator writes claude-code, codex, copilot or cursor, not {other}"),
+        "gemini" => Spec {
+            codex_share: 0.0,
+            gemini_share: 1.0,
+            ..base
+        },
+        other => panic!(
+            "the generator writes claude-code, codex, copilot, cursor or gemini, not {other}"
+        ),
     };
     cached(&format!("corpus-{client}-{messages}"), &spec)
 }

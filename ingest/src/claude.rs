@@ -21,6 +21,7 @@ pub static SOURCE: Source = Source {
     aliases: &["claude"],
     agents: &[AGENT_CLAUDE_SUBAGENT],
     home_var: "CLAUDE_CONFIG_DIR",
+    home_in_var: "",
     home_default: ".claude",
     layout: &["projects"],
     transcript: crate::source::every_file,
@@ -28,10 +29,11 @@ pub static SOURCE: Source = Source {
     parser: |file, common| Box::new(ClaudeParser::new(file, common)),
 };
 
+/// Claude Code's message links (`uuid`, `parentUuid`, `leafUuid`), or a typed record of a
+/// session (`sessionId` with `type`: Gemini CLI's metadata line has a `sessionId` too).
 fn sniff(v: &Value) -> bool {
-    ["sessionId", "uuid", "parentUuid", "leafUuid"]
-        .iter()
-        .any(|k| v.get(k).is_some())
+    let has = |k: &str| v.get(k).is_some();
+    has("uuid") || has("parentUuid") || has("leafUuid") || (has("sessionId") && has("type"))
 }
 
 pub struct ClaudeParser {

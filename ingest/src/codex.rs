@@ -24,6 +24,7 @@ pub static SOURCE: Source = Source {
     aliases: &[],
     agents: &[],
     home_var: "CODEX_HOME",
+    home_in_var: "",
     home_default: ".codex",
     layout: &["sessions", "archived_sessions"],
     transcript: crate::source::every_file,

@@ -33,6 +33,7 @@ pub static SOURCE: Source = Source {
     aliases: &["copilot-cli", "github-copilot"],
     agents: &[],
     home_var: "COPILOT_HOME",
+    home_in_var: "",
     home_default: ".copilot",
     layout: &["session-state"],
     transcript: crate::source::every_file,
@@ -330,16 +331,8 @@ impl RecordParser for CopilotParser {
 
 fn part(m: &MessageRow, ordinal: u32, part_type: &str, text: Option<String>) -> PartRow {
     PartRow {
-        session_id: m.session_id.clone(),
-        message_id: m.id.clone(),
-        source_line: m.source_line,
-        ordinal,
-        part_type: part_type.to_owned(),
-        tool_name: None,
-        call_id: None,
-        is_error: None,
         text,
-        body: None,
+        ..PartRow::of(m, ordinal, part_type)
     }
 }
 

@@ -37,6 +37,7 @@ pub static SOURCE: Source = Source {
     aliases: &["cursor-agent", "cursor-cli"],
     agents: &[],
     home_var: "CURSOR_CONFIG_DIR",
+    home_in_var: "",
     home_default: ".cursor",
     layout: &["projects"],
     transcript: |path| {
@@ -224,16 +225,9 @@ impl RecordParser for CursorParser {
                         (None, Some(e)) => format!("turn ended: {e}"),
                     };
                     out.parts.push(PartRow {
-                        session_id: m.session_id.clone(),
-                        message_id: m.id.clone(),
-                        source_line: line_no,
-                        ordinal: 0,
-                        part_type: "text".into(),
-                        tool_name: None,
-                        call_id: None,
                         is_error: Some(true),
                         text: Some(text),
-                        body: None,
+                        ..PartRow::of(&m, 0, "text")
                     });
                     out.messages.push(m);
                 }

@@ -1,5 +1,5 @@
 //! Session discovery and parsers for the clients pond reads ([`sources::SOURCES`]: Claude
-//! Code, Codex CLI, GitHub Copilot CLI, Cursor), into pond's canonical model.
+//! Code, Codex CLI, GitHub Copilot CLI, Cursor, Gemini CLI), into pond's canonical model.
 //!
 //! What it is for: turning the JSONL files that coding agents write into rows of the
 //! canonical model ([`model`]): sessions, messages, parts, and the verbatim source records.
@@ -20,6 +20,7 @@ pub mod copilot;
 mod cursor;
 pub mod cursor_agent;
 pub mod discover;
+pub mod gemini;
 mod json;
 pub mod model;
 mod pass;

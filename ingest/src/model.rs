@@ -161,6 +161,24 @@ pub struct PartRow {
     pub body: Option<String>,
 }
 
+impl PartRow {
+    /// A part of `m` at `ordinal` with nothing in it yet: the caller fills what it has.
+    pub fn of(m: &MessageRow, ordinal: u32, part_type: &str) -> PartRow {
+        PartRow {
+            session_id: m.session_id.clone(),
+            message_id: m.id.clone(),
+            source_line: m.source_line,
+            ordinal,
+            part_type: part_type.to_owned(),
+            tool_name: None,
+            call_id: None,
+            is_error: None,
+            text: None,
+            body: None,
+        }
+    }
+}
+
 /// One source line, verbatim. Every line that is not skipped becomes one of these.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordRow {

@@ -45,6 +45,8 @@ pub struct Source {
     pub agents: &'static [&'static str],
     /// The variable by which the client moves its home.
     pub home_var: &'static str,
+    /// The home's folder under that variable's value ("": the variable names the home).
+    pub home_in_var: &'static str,
     /// Its home under `$HOME` when that variable is not set.
     pub home_default: &'static str,
     /// The folders under its home that hold its session files; when none of them exists,
@@ -98,11 +100,12 @@ impl Source {
         self.name
     }
 
-    /// Its home: its variable, else `home_default` under `$HOME`.
+    /// Its home: its variable (with `home_in_var` under it), else `home_default` under
+    /// `$HOME`.
     pub fn home(&self) -> Option<PathBuf> {
         std::env::var_os(self.home_var)
             .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
+            .map(|v| PathBuf::from(v).join(self.home_in_var))
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(self.home_default)))
     }
 

@@ -12,13 +12,14 @@ pub use crate::source::{Source, SourceKind};
 
 /// Every client pond reads, in the order `pond sync` and `pond status` list them (and
 /// records are sniffed in).
-pub static SOURCES: &[SourceKind] = &[CLAUDE_CODE, CODEX, COPILOT, CURSOR];
+pub static SOURCES: &[SourceKind] = &[CLAUDE_CODE, CODEX, COPILOT, CURSOR, GEMINI];
 
 /// The clients by name, for the code that must name one.
 pub static CLAUDE_CODE: SourceKind = &crate::claude::SOURCE;
 pub static CODEX: SourceKind = &crate::codex::SOURCE;
 pub static COPILOT: SourceKind = &crate::copilot::SOURCE;
 pub static CURSOR: SourceKind = &crate::cursor_agent::SOURCE;
+pub static GEMINI: SourceKind = &crate::gemini::SOURCE;
 
 impl Source {
     /// The client a name (or alias) names.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::discover::discover;
 use crate::model::Role;
 use crate::reader::{read_file, ReadMode};
-use crate::sources::{SourceKind, CLAUDE_CODE, CODEX, COPILOT, CURSOR};
+use crate::sources::{SourceKind, CLAUDE_CODE, CODEX, COPILOT, CURSOR, GEMINI};
 use crate::SourceFile;
 
 fn fixtures() -> PathBuf {
@@ -409,6 +409,100 @@ fn cursor_transcripts_in_both_layouts() {
         .as_deref()
         .unwrap()
         .contains("git branch -m"));
+}
+
+#[test]
+fn gemini_chats_replayed_with_replacements_rewinds_and_checkpoints() {
+    for kind in [Some(GEMINI), None] {
+        let b = read_tree(&clients().join("gemini"), kind);
+        assert!(b.skips.is_empty(), "{:?}", b.skips);
+        assert_eq!(b.sessions.len(), 3, "{kind:?}: {:?}", b.sessions);
+        assert_eq!(
+            b.records.len(),
+            12 + 3 + 4,
+            "every line a record, control lines too"
+        );
+        let s = b
+            .sessions
+            .iter()
+            .find(|s| s.id.starts_with("aaaa"))
+            .unwrap();
+        assert_eq!(s.source_agent, "gemini");
+        assert_eq!(
+            s.project.as_deref(),
+            Some("/home/dev/aquarium"),
+            ".project_root"
+        );
+        assert_eq!(
+            s.title.as_deref(),
+            Some("Heater cycling: wider hysteresis"),
+            "$set"
+        );
+        let ids: Vec<&str> = b
+            .messages
+            .iter()
+            .filter(|m| m.session_id == s.id)
+            .map(|m| m.id.as_str())
+            .collect();
+        // g1's later copy replaced the first; the rewind to u2 took u2 and g3.
+        assert_eq!(ids, ["u1", "g1", "g2", "u3", "g4", "i1"], "{kind:?}");
+        let part = |id: &str, ty: &str| {
+            b.parts
+                .iter()
+                .find(|p| p.message_id == id && p.part_type == ty)
+                .unwrap_or_else(|| panic!("{id} {ty}"))
+        };
+        assert_eq!(
+            part("g1", "tool_result").text.as_deref(),
+            Some("hysteresis = 0.1")
+        );
+        assert_eq!(part("g1", "tool_result").is_error, Some(false));
+        assert!(part("g1", "thinking")
+            .text
+            .as_ref()
+            .unwrap()
+            .starts_with("Thermostat:"));
+        assert_eq!(b.parts.iter().filter(|p| p.message_id == "g1").count(), 4);
+        assert_eq!(
+            part("g4", "tool_result").text.as_deref(),
+            Some("permission denied")
+        );
+        assert_eq!(part("g4", "tool_result").is_error, Some(true));
+        let msg = |id: &str| b.messages.iter().find(|m| m.id == id).unwrap();
+        // What the user typed, not the file contents the client pasted after it.
+        assert_eq!(
+            msg("u3").search_text.as_deref(),
+            Some("Raise it to 0.5 then, and log each switch. @heater.toml")
+        );
+        assert_eq!(msg("i1").role, Role::System);
+        assert_eq!(msg("i1").search_text, None);
+        assert_eq!(msg("g2").model.as_deref(), Some("gemini-2.5-pro"));
+
+        let sub = b
+            .sessions
+            .iter()
+            .find(|s| s.id.starts_with("bbbb"))
+            .unwrap();
+        assert_eq!(sub.source_agent, "gemini/subagent");
+        assert_eq!(sub.parent_id.as_deref(), Some(s.id.as_str()));
+        let kiosk = b
+            .sessions
+            .iter()
+            .find(|s| s.id.starts_with("cccc"))
+            .unwrap();
+        assert_eq!(
+            kiosk.project.as_deref(),
+            Some("/home/dev/kiosk"),
+            "projects.json"
+        );
+        let ids: Vec<&str> = b
+            .messages
+            .iter()
+            .filter(|m| m.session_id == kiosk.id)
+            .map(|m| m.id.as_str())
+            .collect();
+        assert_eq!(ids, ["x2", "y2"], "a checkpoint replaces every message");
+    }
 }
 
 #[test]

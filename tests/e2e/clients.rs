@@ -116,8 +116,9 @@ fn a_generated_corpus_mixing_clients_syncs_to_its_counts() {
     let env = Env::new();
     let src = env.dir.path().join("corpus");
     let spec = pond_benches::corpus::Spec {
-        copilot_share: 0.3,
-        cursor_share: 0.3,
+        copilot_share: 0.2,
+        cursor_share: 0.2,
+        gemini_share: 0.2,
         ..pond_benches::corpus::Spec::new(4000, 3)
     };
     let stats = pond_benches::corpus::generate(&src, &spec).unwrap();
@@ -220,4 +221,72 @@ fn cursor_default_home_is_synced_searched_and_read_over_mcp() {
         still["sessions"][0]["session_id"], CURSOR_SESSION,
         "{still}"
     );
+}
+
+const GEMINI_SESSION: &str = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
+
+#[test]
+fn gemini_default_home_is_synced_searched_and_read_over_mcp() {
+    let env = Env::new();
+    copy_dir(&clients().join("gemini"), &env.dir.path().join(".gemini"));
+    let r = env.json(&["sync", "--json"]);
+    assert_eq!(r["files_new"], 3, "{r}");
+    assert_eq!(r["skipped"], 0, "{r}");
+    let status = env.ok(&["status"]);
+    assert!(
+        status.contains("sessions by source: gemini 2, gemini/subagent 1"),
+        "{status}"
+    );
+    let hits = env.json(&[
+        "search",
+        "aquarium heater cycling",
+        "--agent",
+        "gemini",
+        "--json",
+    ]);
+    assert_eq!(hits["sessions"][0]["session_id"], GEMINI_SESSION, "{hits}");
+    // The rewound turn is not there to be found; the checkpoint's replaced draft neither.
+    for gone in ["try 2.0 instead", "first draft of the kiosk"] {
+        let none = env.json(&["search", gone, "--json"]);
+        let found: Vec<&str> = none["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["hits"].as_array().unwrap())
+            .filter_map(|h| h["message_id"].as_str())
+            .collect();
+        assert!(
+            !found.contains(&"u2") && !found.contains(&"x1"),
+            "{gone}: {none}"
+        );
+    }
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let page = c
+            .ok("pond_get_session", json!({"id": GEMINI_SESSION}))
+            .await;
+        for seen in [
+            "Why is the aquarium heater cycling every minute?",
+            "hysteresis = 0.1",
+            "raise it to 0.5",
+            "permission denied",
+            "Request cancelled.",
+        ] {
+            assert!(page.contains(seen), "{seen:?} missing from:\n{page}");
+        }
+        assert!(!page.contains("Set it to 2.0."), "rewound:\n{page}");
+        c.service.cancel().await.unwrap();
+    });
+    // `$GEMINI_CLI_HOME` names the folder that holds `.gemini`, as the client reads it.
+    let other = Env::new();
+    copy_dir(
+        &clients().join("gemini"),
+        &other.dir.path().join("g/.gemini"),
+    );
+    let home = other.dir.path().join("g");
+    let r = other.json_with(
+        &["sync", "--source", "gemini", "--json"],
+        &[("GEMINI_CLI_HOME", home.to_str().unwrap())],
+    );
+    assert_eq!(r["files_new"], 3, "{r}");
 }

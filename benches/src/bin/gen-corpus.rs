@@ -1,7 +1,7 @@
 //! `gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F]
-//! [--cursor-share F]`: write a synthetic session tree. The mix of clients is by share of
-//! sessions: Codex 0.2, GitHub Copilot CLI and Cursor 0 unless given, Claude Code the rest
-//! (with its subagent files).
+//! [--cursor-share F] [--gemini-share F]`: write a synthetic session tree. The mix of clients
+//! is by share of sessions: Codex 0.2, GitHub Copilot CLI, Cursor and Gemini CLI 0 unless
+//! given, Claude Code the rest (with its subagent files).
 
 use std::path::PathBuf;
 
@@ -25,8 +25,9 @@ fn main() -> anyhow::Result<()> {
             "--codex-share" => spec.codex_share = value()?.parse()?,
             "--copilot-share" => spec.copilot_share = value()?.parse()?,
             "--cursor-share" => spec.cursor_share = value()?.parse()?,
+            "--gemini-share" => spec.gemini_share = value()?.parse()?,
             other => anyhow::bail!(
-                "unknown argument {other}; usage: gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F] [--cursor-share F]"
+                "unknown argument {other}; usage: gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F] [--cursor-share F] [--gemini-share F]"
             ),
         }
     }

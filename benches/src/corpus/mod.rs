@@ -1,11 +1,12 @@
-//! A deterministic generator of realistic Claude Code, Codex, GitHub Copilot CLI and Cursor
-//! session trees.
+//! A deterministic generator of realistic Claude Code, Codex, GitHub Copilot CLI, Cursor and
+//! Gemini CLI session trees.
 //!
 //! Given a message count and a seed it writes, under one root, `claude/projects/<slug>/`
 //! sessions (with subagent files), `codex/sessions/YYYY/MM/DD/` rollouts and, when asked for
-//! ([`Spec::copilot_share`], [`Spec::cursor_share`]), `copilot/session-state/<id>/events.jsonl`
-//! and `cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl`, in the clients' own
-//! formats: many projects over a year, sessions of lognormal length (mean ~150
+//! ([`Spec::copilot_share`], [`Spec::cursor_share`], [`Spec::gemini_share`]),
+//! `copilot/session-state/<id>/events.jsonl`,
+//! `cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl` and
+//! `gemini/tmp/<project id>/chats/session-*.jsonl`, in the clients' own formats: many projects over a year, sessions of lognormal length (mean ~150
 //! messages), prompts and multi-line answers, thinking, tool calls and multi-line results,
 //! bookkeeping rows, replayed uuids. "Messages" counts the rows pond stores as messages,
 //! so a corpus of N messages syncs to N message rows.
@@ -99,6 +100,8 @@ pub struct Spec {
     pub copilot_share: f64,
     /// Share of sessions written by Cursor's agent (0 by default, as for Copilot).
     pub cursor_share: f64,
+    /// Share of sessions written by Gemini CLI (0 by default, as for Copilot).
+    pub gemini_share: f64,
     /// First possible session start, epoch ms.
     pub start_ms: i64,
     pub days: u64,
@@ -112,6 +115,7 @@ impl Spec {
             codex_share: 0.2,
             copilot_share: 0.0,
             cursor_share: 0.0,
+            gemini_share: 0.0,
             start_ms: 1_764_547_200_000, // 2025-12-01
             days: 365,
         }
@@ -196,6 +200,13 @@ pub fn generate(root: &Path, spec: &Spec) -> io::Result<Stats> {
             && r.chance(spec.cursor_share / (1.0 - spec.codex_share - spec.copilot_share))
         {
             cursor_session(root, &mut r, &mut stats, &project, start, size)?;
+        } else if spec.gemini_share > 0.0
+            && r.chance(
+                spec.gemini_share
+                    / (1.0 - spec.codex_share - spec.copilot_share - spec.cursor_share),
+            )
+        {
+            gemini_session(root, &mut r, &mut stats, &project, start, size)?;
         } else {
             claude_session(root, &mut r, &mut stats, &project, start, size)?;
         }
@@ -632,6 +643,76 @@ fn cursor_session(
     Ok(())
 }
 
+/// A Gemini CLI chat (`tmp/<project id>/chats/session-<time>-<id>.jsonl`, the project's
+/// `.project_root` beside): a metadata line, then per turn the user's message, an answer
+/// that calls tools written twice under one id (while the calls run, then whole with their
+/// results: the second copy replaces the first), the final answer, and a `$set` of the
+/// session's last update.
+fn gemini_session(
+    root: &Path,
+    r: &mut Rng,
+    stats: &mut Stats,
+    project: &str,
+    start: i64,
+    size: u64,
+) -> io::Result<()> {
+    let id = r.uuid();
+    let hash = format!("{:016x}", r.next_u64());
+    let day = chrono::DateTime::from_timestamp_millis(start).unwrap_or_default();
+    let dir = root.join(format!("gemini/tmp/{hash}"));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(".project_root"), project)?;
+    let path = dir.join(format!(
+        "chats/session-{}-{}.jsonl",
+        day.format("%Y-%m-%dT%H-%M"),
+        &id[..8]
+    ));
+    let mut out = Out::create(&path)?;
+    let mut t = start;
+    out.line(&json!({"sessionId": id, "projectHash": hash, "startTime": iso(t), "lastUpdated": iso(t), "kind": "main"}))?;
+    let mut written = 0u64;
+    while written < size {
+        t += r.range(5, 600) as i64 * 1000;
+        out.line(&json!({"id": r.uuid(), "timestamp": iso(t), "type": "user", "content": [{"text": prompt(r)}]}))?;
+        written += 1;
+        stats.searchable_messages += 1;
+        let calls = r.range(0, 4);
+        if calls > 0 && written + 1 < size {
+            t += r.range(1, 20) as i64 * 1000;
+            let mid = r.uuid();
+            let mut note = String::new();
+            sentence(r, &mut note, 4, 12);
+            let running: Vec<serde_json::Value> = (0..calls)
+                .map(|_| json!({"id": format!("call_{:016x}", r.next_u64()), "name": "run_shell_command", "args": {"command": format!("rg {} src", r.zipf(WORDS))}, "status": "executing", "timestamp": iso(t)}))
+                .collect();
+            out.line(&json!({"id": mid, "timestamp": iso(t), "type": "gemini", "content": note, "model": "gemini-2.5-pro", "toolCalls": running}))?;
+            let done: Vec<serde_json::Value> = running
+                .iter()
+                .map(|c| {
+                    let mut c = c.clone();
+                    c["status"] = json!(if r.chance(0.1) { "error" } else { "success" });
+                    c["result"] = json!([{"functionResponse": {"id": c["id"], "name": "run_shell_command", "response": {"output": tool_output(r)}}}]);
+                    c
+                })
+                .collect();
+            t += r.range(1, 30) as i64 * 1000;
+            out.line(&json!({"id": mid, "timestamp": iso(t), "type": "gemini", "content": note, "model": "gemini-2.5-pro", "toolCalls": done, "tokens": {"input": 1000, "output": 200, "cached": 0, "thoughts": 0, "tool": 0, "total": 1200}}))?;
+            written += 1;
+            stats.searchable_messages += 1;
+        }
+        if written < size {
+            t += r.range(2, 60) as i64 * 1000;
+            out.line(&json!({"id": r.uuid(), "timestamp": iso(t), "type": "gemini", "content": answer(r), "model": "gemini-2.5-pro"}))?;
+            written += 1;
+            stats.searchable_messages += 1;
+        }
+        out.line(&json!({"$set": {"lastUpdated": iso(t)}}))?;
+    }
+    out.finish(stats)?;
+    stats.messages += written;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -658,11 +739,12 @@ mod tests {
     }
 
     #[test]
-    fn copilot_and_cursor_sessions_are_written_when_asked_for() {
+    fn the_other_clients_sessions_are_written_when_asked_for() {
         let d = tempfile_dir();
         let spec = Spec {
-            copilot_share: 0.3,
-            cursor_share: 0.3,
+            copilot_share: 0.2,
+            cursor_share: 0.2,
+            gemini_share: 0.2,
             ..Spec::new(3000, 7)
         };
         let s = generate(&d, &spec).unwrap();
@@ -671,6 +753,9 @@ mod tests {
         assert!(files
             .iter()
             .any(|p| p.to_string_lossy().contains("/agent-transcripts/")));
+        assert!(files
+            .iter()
+            .any(|p| p.to_string_lossy().contains("/chats/session-")));
         // The same seed without Copilot writes what earlier versions wrote.
         let plain = tempfile_dir();
         let s0 = generate(&plain, &Spec::new(3000, 7)).unwrap();

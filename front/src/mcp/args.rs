@@ -68,8 +68,8 @@ pub struct SearchArgs {
     /// Only this session.
     #[serde(default)]
     pub session_id: Option<String>,
-    /// `claude-code` (includes its subagents), `claude-code/subagent`, `codex`, `copilot` or
-    /// `cursor`.
+    /// `claude-code` (includes its subagents), `claude-code/subagent`, `codex`, `copilot`,
+    /// `cursor`, `gemini` (includes its subagents) or `gemini/subagent`.
     #[serde(default)]
     pub source_agent: Option<String>,
     /// `user`, `assistant`, `system` or `tool`.

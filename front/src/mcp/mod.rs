@@ -44,7 +44,7 @@ const CONTEXT_MAX: u64 = 20;
 const SCHEMA_URI: &str = "pond://schema";
 const STATUS_URI: &str = "pond://status";
 
-const INSTRUCTIONS: &str = "pond is an archive of past AI coding-agent sessions (Claude Code, Codex, GitHub Copilot CLI, Cursor): every user and assistant message, tool call and result, by project and time. Use it to recall how something was done before, find a past decision or error, or reread a session.
+const INSTRUCTIONS: &str = "pond is an archive of past AI coding-agent sessions (Claude Code, Codex, GitHub Copilot CLI, Cursor, Gemini CLI): every user and assistant message, tool call and result, by project and time. Use it to recall how something was done before, find a past decision or error, or reread a session.
 - Start with pond_search (full-text: words, stemmed, case- and accent-insensitive). Filter by project (a substring of the working directory), role, source_agent, or dates. Hits come grouped by session, each with a message id.
 - pond_get_message shows one hit in full with its neighbours; pond_get_session reads a whole session page by page (from start or end, after/before a message id).
 - pond_sql answers counting and listing questions (how many sessions per project, which tools failed most) with one read-only SELECT; read the pond://schema resource first.

@@ -1,0 +1,374 @@
+//! Gemini CLI: `$GEMINI_CLI_HOME/.gemini` or `~/.gemini`, one folder per project under
+//! `tmp/<project id>/chats/`: `session-<time>-<id>.jsonl` (a subagent's chat in
+//! `chats/<parent session id>/<id>.jsonl`). The file is an operation log: a first metadata
+//! line (`sessionId`, `projectHash`, `startTime`, `kind`, `summary`), message records keyed
+//! by `id` (a message that changes, as its tool calls run, is appended again whole under the
+//! same id: the later copy replaces it), `{"$set": {...}}` metadata updates (with `messages`:
+//! a checkpoint that replaces them all) and `{"$rewindTo": id}`, which removes that message
+//! and everything after it.
+//!
+//! Message records: `user` (searchable: `displayContent` when the client kept what was
+//! typed, else `content`), `gemini` (the answer: thoughts as thinking parts, the text, each
+//! tool call with its inline result), `info`/`error`/`warning` (system messages).
+//!
+//! Replacements and rewinds are applied to what one read of the file produced. Gemini CLI's
+//! sessions are read whole the first time (most are finished: the client stopped serving
+//! individual accounts in June 2026); a session still being written, read again after it
+//! grew, keeps the copy of a message stored first, and a rewind cannot remove what an earlier
+//! sync stored. Every line stays in `records` either way.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::Common;
+use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
+use crate::source::{RecordParser, Source, SourceFile};
+use crate::text::{join_search, parse_ts, str_field};
+
+pub const AGENT_GEMINI: &str = "gemini";
+pub const AGENT_GEMINI_SUBAGENT: &str = "gemini/subagent";
+
+/// Gemini CLI: `$GEMINI_CLI_HOME/.gemini` or `~/.gemini`, chats under `tmp/`.
+pub static SOURCE: Source = Source {
+    name: AGENT_GEMINI,
+    aliases: &["gemini-cli"],
+    agents: &[AGENT_GEMINI_SUBAGENT],
+    home_var: "GEMINI_CLI_HOME",
+    home_in_var: ".gemini",
+    home_default: ".gemini",
+    layout: &["tmp"],
+    transcript: |path| path.components().any(|c| c.as_os_str() == "chats"),
+    sniff,
+    parser: |file, common| Box::new(GeminiParser::new(file, common)),
+};
+
+/// The metadata line (`sessionId` with `projectHash`), or a message record of Gemini's
+/// kinds (`type` `gemini`), or a control line (`$set`, `$rewindTo`).
+fn sniff(v: &Value) -> bool {
+    (v.get("sessionId").is_some() && v.get("projectHash").is_some())
+        || v.get("type").and_then(Value::as_str) == Some("gemini")
+        || v.get("$rewindTo").is_some()
+        || v.get("$set").is_some()
+}
+
+pub struct GeminiParser {
+    subagent: bool,
+}
+
+/// The project's folder (`tmp/<project id>`) a chat file is in.
+fn project_dir(path: &Path) -> Option<&Path> {
+    let mut p = path.parent();
+    while let Some(dir) = p {
+        if dir.file_name()? == "chats" {
+            return dir.parent();
+        }
+        p = dir.parent();
+    }
+    None
+}
+
+/// The project's path: its `.project_root`, else the entry of `projects.json` (in the home,
+/// beside `tmp/`) that maps to the project's id.
+fn project_root(dir: &Path) -> Option<String> {
+    if let Ok(root) = std::fs::read_to_string(dir.join(".project_root")) {
+        let root = root.trim();
+        if !root.is_empty() {
+            return Some(root.to_owned());
+        }
+    }
+    let id = dir.file_name()?.to_str()?;
+    let home = dir.parent()?.parent()?;
+    let projects: Value =
+        serde_json::from_slice(&std::fs::read(home.join("projects.json")).ok()?).ok()?;
+    projects
+        .get("projects")?
+        .as_object()?
+        .iter()
+        .find(|(_, v)| v.as_str() == Some(id))
+        .map(|(path, _)| path.clone())
+}
+
+impl GeminiParser {
+    fn new(file: &SourceFile, common: &mut Common) -> Self {
+        if common.session.id.is_empty() {
+            common.session.id = file.stem();
+        }
+        // `chats/<parent>/<id>.jsonl`: a subagent's chat.
+        let parent = file
+            .path
+            .parent()
+            .filter(|d| d.file_name().is_some_and(|n| n != "chats"))
+            .and_then(|d| d.file_name())
+            .map(crate::paths::os_key);
+        let subagent = parent.is_some();
+        if common.session.parent_id.is_none() {
+            common.session.parent_id = parent;
+        }
+        if common.session.project.is_none() {
+            common.session.project = project_dir(&file.path).and_then(project_root);
+        }
+        GeminiParser { subagent }
+    }
+
+    fn meta(&mut self, c: &mut Common, v: &Value, raw: &str) {
+        if let Some(id) = str_field(v, "sessionId").filter(|s| !s.is_empty()) {
+            c.session.id = id;
+        }
+        if c.session.header.is_none() {
+            c.session.header = Some(raw.to_owned());
+        }
+        if v.get("kind").and_then(Value::as_str) == Some("subagent") {
+            self.subagent = true;
+        }
+        if let Some(t) = parse_ts(v.get("startTime")) {
+            c.session.created_at = Some(c.session.created_at.map_or(t, |x| x.min(t)));
+        }
+        self.set(c, v);
+        if c.session.project.is_none() {
+            c.session.project = v
+                .pointer("/directories/0")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+    }
+
+    /// Metadata fields a `$set` (or the first line) carries.
+    fn set(&self, c: &mut Common, v: &Value) {
+        if let Some(s) = str_field(v, "summary").filter(|s| !s.trim().is_empty()) {
+            c.session.title = Some(s);
+        }
+        if let Some(t) = parse_ts(v.get("lastUpdated")) {
+            c.session.updated_at = Some(c.session.updated_at.map_or(t, |x| x.max(t)));
+        }
+    }
+
+    /// One message record as rows, replacing an earlier copy of the same id from this read.
+    fn message(&self, c: &mut Common, line_no: u64, v: &Value, out: &mut FileBatch) {
+        let Some(id) = str_field(v, "id").filter(|s| !s.is_empty()) else {
+            return;
+        };
+        remove(out, |m| m.id == id && m.session_id == c.session.id);
+        let ts = c.touch(parse_ts(v.get("timestamp")));
+        let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
+        let role = match ty {
+            "user" => Role::User,
+            "gemini" => Role::Assistant,
+            _ => Role::System,
+        };
+        let mut m = MessageRow {
+            session_id: c.session.id.clone(),
+            id,
+            timestamp: ts,
+            role,
+            source_agent: self.source_agent().to_owned(),
+            project: c.session.project.clone(),
+            search_text: None,
+            model: str_field(v, "model"),
+            source_path: c.path.clone(),
+            source_line: line_no,
+            // Ids are the client's uuids, written in this session's file only.
+            origin: Origin::Own,
+        };
+        let mut parts = Vec::new();
+        if role == Role::Assistant {
+            for t in v
+                .get("thoughts")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let text = match (str_field(t, "subject"), str_field(t, "description")) {
+                    (Some(s), Some(d)) => format!("{s}: {d}"),
+                    (s, d) => s.or(d).unwrap_or_default(),
+                };
+                parts.push(part(&m, "thinking", Some(text)));
+            }
+        }
+        let text = v.get("content").and_then(part_text);
+        if let Some(t) = &text {
+            parts.push(part(&m, "text", Some(t.clone())));
+        }
+        m.search_text = match role {
+            Role::User => join_search(vec![v
+                .get("displayContent")
+                .and_then(part_text)
+                .or(text)
+                .unwrap_or_default()]),
+            Role::Assistant => join_search(vec![text.unwrap_or_default()]),
+            _ => None,
+        };
+        for call in v
+            .get("toolCalls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let mut p = part(&m, "tool_call", None);
+            p.call_id = str_field(call, "id");
+            p.tool_name = str_field(call, "name");
+            p.body = call.get("args").map(Value::to_string);
+            parts.push(p);
+            let output = call
+                .get("result")
+                .and_then(result_text)
+                .or_else(|| call.get("resultDisplay").and_then(part_text));
+            let status = call.get("status").and_then(Value::as_str);
+            if output.is_some() || status.is_some_and(|s| s != "success") {
+                let mut r = part(&m, "tool_result", output);
+                r.call_id = str_field(call, "id");
+                r.tool_name = str_field(call, "name");
+                r.is_error = status.map(|s| matches!(s, "error" | "cancelled"));
+                parts.push(r);
+            }
+        }
+        for (i, mut p) in parts.into_iter().enumerate() {
+            p.ordinal = i as u32;
+            out.parts.push(p);
+        }
+        out.messages.push(m);
+    }
+
+    /// `$rewindTo`: the message and everything after it go (of what this read produced;
+    /// a message it did not produce: all of it).
+    fn rewind(&self, c: &Common, target: &str, out: &mut FileBatch) {
+        let mine = |m: &MessageRow| m.session_id == c.session.id;
+        let cut = out
+            .messages
+            .iter()
+            .position(|m| mine(m) && m.id == target)
+            .or_else(|| out.messages.iter().position(mine));
+        if let Some(cut) = cut {
+            let gone: std::collections::HashSet<String> = out.messages[cut..]
+                .iter()
+                .filter(|m| mine(m))
+                .map(|m| m.id.clone())
+                .collect();
+            remove(out, |m| mine(m) && gone.contains(&m.id));
+        }
+    }
+}
+
+impl RecordParser for GeminiParser {
+    fn source_agent(&self) -> &'static str {
+        if self.subagent {
+            AGENT_GEMINI_SUBAGENT
+        } else {
+            AGENT_GEMINI
+        }
+    }
+
+    fn line(
+        &mut self,
+        c: &mut Common,
+        line_no: u64,
+        v: &Value,
+        raw: &str,
+        out: &mut FileBatch,
+    ) -> Option<String> {
+        if let Some(target) = v.get("$rewindTo") {
+            if let Some(t) = target.as_str() {
+                self.rewind(c, t, out);
+            }
+            return Some("$rewindTo".into());
+        }
+        if let Some(set) = v.get("$set") {
+            self.set(c, set);
+            // A checkpoint: the messages it lists are all there is.
+            if let Some(list) = set.get("messages").and_then(Value::as_array) {
+                let id = c.session.id.clone();
+                remove(out, |m| m.session_id == id);
+                for m in list {
+                    self.message(c, line_no, m, out);
+                }
+            }
+            return Some("$set".into());
+        }
+        if v.get("id").is_some() {
+            self.message(c, line_no, v, out);
+            return Some(str_field(v, "type").unwrap_or_else(|| "message".into()));
+        }
+        if v.get("sessionId").is_some() {
+            self.meta(c, v, raw);
+            return Some("metadata".into());
+        }
+        None
+    }
+}
+
+/// Drop the messages `gone` selects, with their parts.
+fn remove(out: &mut FileBatch, gone: impl Fn(&MessageRow) -> bool) {
+    let ids: std::collections::HashSet<(String, String)> = out
+        .messages
+        .iter()
+        .filter(|m| gone(m))
+        .map(|m| (m.session_id.clone(), m.id.clone()))
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    out.messages
+        .retain(|m| !ids.contains(&(m.session_id.clone(), m.id.clone())));
+    out.parts
+        .retain(|p| !ids.contains(&(p.session_id.clone(), p.message_id.clone())));
+}
+
+fn part(m: &MessageRow, part_type: &str, text: Option<String>) -> PartRow {
+    PartRow {
+        text,
+        ..PartRow::of(m, 0, part_type)
+    }
+}
+
+/// A `PartListUnion`'s text: a string, a part (`{text}`), or a list of them.
+fn part_text(v: &Value) -> Option<String> {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(part_text)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Object(_) => str_field(v, "text")?,
+        _ => return None,
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// A tool call's result: its parts' text, or the output inside a `functionResponse`.
+fn result_text(v: &Value) -> Option<String> {
+    let items = match v {
+        Value::Array(items) => items.as_slice(),
+        other => std::slice::from_ref(other),
+    };
+    let texts: Vec<String> = items
+        .iter()
+        .filter_map(|p| {
+            part_text(p).or_else(|| {
+                let r = p.pointer("/functionResponse/response")?;
+                r.get("output")
+                    .or_else(|| r.get("error"))
+                    .and_then(|o| o.as_str().map(str::to_owned))
+                    .or_else(|| Some(r.to_string()))
+            })
+        })
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_and_texts() {
+        assert_eq!(
+            part_text(&json!([{"text": "a"}, {"text": "b"}])).as_deref(),
+            Some("a\nb")
+        );
+        assert_eq!(part_text(&json!("  ")), None);
+        let r = json!([{"functionResponse": {"id": "t", "name": "ls", "response": {"output": "x.rs"}}}]);
+        assert_eq!(result_text(&r).as_deref(), Some("x.rs"));
+    }
+}
