@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build pond (release) and run it. With no arguments: `pond sync` into the default local
 # store ($XDG_DATA_HOME/pond), then `pond status`.
-#   scripts/run.sh                      # sync ~/.claude and ~/.codex, show counts
+#   scripts/run.sh                      # sync every client's home, show counts
 #   scripts/run.sh search "flaky test"  # any pond command
 set -euo pipefail
 cd "$(dirname "$0")/.."
