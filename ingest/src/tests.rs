@@ -952,8 +952,26 @@ fn a_line_of_millions_of_blocks_is_stored_whole_and_parsed_in_part() {
 
 use proptest::strategy::Strategy;
 
+/// Whether `b` keeps the [`crate::FileBatch`] contract the writer relies on: each message's
+/// parts follow it, contiguous, numbered 0, 1, 2, ... (a part out of place is dropped).
+fn parts_follow_messages(b: &crate::FileBatch) -> bool {
+    let mut parts = b.parts.iter().peekable();
+    for m in &b.messages {
+        let mut next = 0;
+        while parts
+            .next_if(|p| {
+                p.message_id == m.id && p.source_line == m.source_line && p.ordinal == next
+            })
+            .is_some()
+        {
+            next += 1;
+        }
+    }
+    parts.next().is_none()
+}
+
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
 
     #[test]
     fn any_lines_are_stored_or_skipped_and_never_crash_the_parser(
@@ -962,14 +980,12 @@ proptest::proptest! {
                 proptest::prelude::any::<Vec<u8>>(),
                 "[ -~]{0,80}".prop_map(String::into_bytes),
                 r#"\{"type":"(user|assistant|system|response_item|session_meta)","(uuid|payload|message|content|sessionId)":(1|null|"x"|\[\]|\{\}|\{"content":\[\{"type":"(text|tool_use|tool_result|image)"\}\]\})\}"#.prop_map(String::into_bytes),
+                // The shapes of the clients added through the registry, with ids that repeat.
+                r#"\{"(type|role|id|\$rewindTo|sessionId)":"(session\.start|user\.message|assistant\.message|tool\.execution_complete|gemini|user|assistant|turn_ended|metadata|a|b)"(,"(data|message|content|toolCalls|toolRequests|\$set|projectHash|id)":(1|null|"x"|\[\]|\{\}|\{"content":"y"\}|\[\{"id":"(a|b)","name":"n","status":"error"\}\]|\{"messages":\[\{"id":"(a|b)","type":"user","content":"z"\}\]\}))\}"#.prop_map(String::into_bytes),
             ],
             0..40,
         ),
-        kind in proptest::prop_oneof![
-            proptest::strategy::Just(None),
-            proptest::strategy::Just(Some(CLAUDE_CODE)),
-            proptest::strategy::Just(Some(CODEX)),
-        ],
+        kind in proptest::option::of(proptest::sample::select(crate::SOURCES)),
     ) {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("s.jsonl");
@@ -985,5 +1001,6 @@ proptest::proptest! {
             out.batch.records.len() as u64 + out.batch.skipped_lines(),
             lines.len() as u64
         );
+        proptest::prop_assert!(parts_follow_messages(&out.batch), "{:?}", out.batch);
     }
 }
