@@ -383,14 +383,14 @@ fn source_list(
 ) -> Vec<SyncSource> {
     match path {
         Some(p) => vec![SyncSource {
-            agent: wanted.map(|k| k.as_str().to_owned()),
+            agent: wanted.map(|k| k.name.to_owned()),
             path: p,
         }],
         None => pond_ingest::sources::default_sources()
             .into_iter()
             .filter(|(k, _)| wanted.is_none_or(|w| w == *k))
             .filter_map(|(k, p)| {
-                let set = configured.get(k.as_str());
+                let set = configured.get(k.name);
                 if set.and_then(|s| s.enabled) == Some(false) && wanted.is_none() {
                     return None;
                 }
@@ -400,7 +400,7 @@ fn source_list(
                     _ => p,
                 };
                 Some(SyncSource {
-                    agent: Some(k.as_str().to_owned()),
+                    agent: Some(k.name.to_owned()),
                     path,
                 })
             })

@@ -38,18 +38,7 @@ impl Blocks {
     /// One content block of `m` as a part.
     pub(crate) fn part(&mut self, m: &MessageRow, ordinal: u32, b: &Value) -> PartRow {
         let ty = b.get("type").and_then(Value::as_str).unwrap_or("unknown");
-        let mut p = PartRow {
-            session_id: m.session_id.clone(),
-            message_id: m.id.clone(),
-            source_line: m.source_line,
-            ordinal,
-            part_type: ty.to_owned(),
-            tool_name: None,
-            call_id: None,
-            is_error: None,
-            text: None,
-            body: None,
-        };
+        let mut p = PartRow::of(m, ordinal, ty);
         match ty {
             "text" => p.text = str_field(b, "text"),
             "thinking" => p.text = str_field(b, "thinking"),

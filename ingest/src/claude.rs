@@ -149,18 +149,11 @@ impl ClaudeParser {
         let mut m = self.message_row(c, line_no, ts, v, Role::System);
         let text = v.get("content").and_then(flatten_content);
         out.parts.push(PartRow {
-            session_id: m.session_id.clone(),
-            message_id: m.id.clone(),
-            source_line: m.source_line,
-            ordinal: 0,
-            part_type: "text".into(),
-            tool_name: None,
-            call_id: None,
-            is_error: None,
             text,
             body: v
                 .get("subtype")
                 .map(|s| json!({ "subtype": s }).to_string()),
+            ..PartRow::of(&m, 0, "text")
         });
         m.search_text = None;
         out.messages.push(m);

@@ -172,18 +172,7 @@ impl CodexParser {
         let Some(kind) = p.get("type").and_then(Value::as_str) else {
             return;
         };
-        let part = |m: &MessageRow, ordinal: u32, part_type: &str| PartRow {
-            session_id: m.session_id.clone(),
-            message_id: m.id.clone(),
-            source_line: m.source_line,
-            ordinal,
-            part_type: part_type.to_owned(),
-            tool_name: None,
-            call_id: None,
-            is_error: None,
-            text: None,
-            body: None,
-        };
+        let part = PartRow::of;
         match kind {
             "message" => {
                 let role = match p.get("role").and_then(Value::as_str) {

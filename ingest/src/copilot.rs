@@ -161,7 +161,8 @@ impl CopilotParser {
             if !injected {
                 m.search_text = join_search(vec![text.clone()]);
             }
-            out.parts.push(part(&m, 0, "text", Some(text)));
+            out.parts
+                .push(PartRow::with_text(&m, 0, "text", Some(text)));
         }
         out.messages.push(m);
     }
@@ -180,12 +181,12 @@ impl CopilotParser {
         let mut parts = Vec::new();
         if let Some(r) = str_field(d, "reasoningText").filter(|r| !r.trim().is_empty()) {
             if self.fresh_reasoning(&r) {
-                parts.push(part(&m, 0, "thinking", Some(r)));
+                parts.push(PartRow::with_text(&m, 0, "thinking", Some(r)));
             }
         }
         if let Some(text) = str_field(d, "content").filter(|t| !t.is_empty()) {
             m.search_text = join_search(vec![text.clone()]);
-            parts.push(part(&m, 0, "text", Some(text)));
+            parts.push(PartRow::with_text(&m, 0, "text", Some(text)));
         }
         for call in d
             .get("toolRequests")
@@ -193,7 +194,7 @@ impl CopilotParser {
             .into_iter()
             .flatten()
         {
-            let mut p = part(&m, 0, "tool_call", None);
+            let mut p = PartRow::with_text(&m, 0, "tool_call", None);
             p.call_id = str_field(call, "toolCallId");
             p.tool_name = str_field(call, "name");
             p.body = call.get("arguments").map(arguments_json);
@@ -205,7 +206,7 @@ impl CopilotParser {
             }
             parts.push(p);
         }
-        push(out, m, parts);
+        out.push_message(m, parts);
     }
 
     /// A call no assistant message requested (older builds write no `toolRequests`).
@@ -233,11 +234,11 @@ impl CopilotParser {
         }
         let mut m = self.message(c, line_no, ts, v, Role::Assistant);
         m.model = str_field(d, "model").or_else(|| self.model.clone());
-        let mut p = part(&m, 0, "tool_call", None);
+        let mut p = PartRow::with_text(&m, 0, "tool_call", None);
         p.call_id = call_id;
         p.tool_name = name;
         p.body = d.get("arguments").map(arguments_json);
-        push(out, m, vec![p]);
+        out.push_message(m, vec![p]);
     }
 
     fn execution_complete(
@@ -250,7 +251,7 @@ impl CopilotParser {
         out: &mut FileBatch,
     ) {
         let m = self.message(c, line_no, ts, v, Role::Tool);
-        let mut p = part(&m, 0, "tool_result", None);
+        let mut p = PartRow::with_text(&m, 0, "tool_result", None);
         p.call_id = str_field(d, "toolCallId");
         p.tool_name = str_field(d, "toolName").or_else(|| {
             p.call_id
@@ -269,7 +270,7 @@ impl CopilotParser {
             .and_then(Value::as_bool)
             .map(|ok| !ok)
             .or(d.get("error").map(|_| true));
-        push(out, m, vec![p]);
+        out.push_message(m, vec![p]);
     }
 }
 
@@ -310,8 +311,8 @@ impl RecordParser for CopilotParser {
                     if self.fresh_reasoning(&r) {
                         let mut m = self.message(c, line_no, ts, v, Role::Assistant);
                         m.model.clone_from(&self.model);
-                        let p = part(&m, 0, "thinking", Some(r));
-                        push(out, m, vec![p]);
+                        let p = PartRow::with_text(&m, 0, "thinking", Some(r));
+                        out.push_message(m, vec![p]);
                     }
                 }
             }
@@ -320,29 +321,13 @@ impl RecordParser for CopilotParser {
             "session.error" | "session.warning" => {
                 let m = self.message(c, line_no, ts, v, Role::System);
                 let text = str_field(d, "message").or_else(|| flatten_content(d));
-                let p = part(&m, 0, "text", text);
-                push(out, m, vec![p]);
+                let p = PartRow::with_text(&m, 0, "text", text);
+                out.push_message(m, vec![p]);
             }
             _ => {}
         }
         Some(ty.to_owned())
     }
-}
-
-fn part(m: &MessageRow, ordinal: u32, part_type: &str, text: Option<String>) -> PartRow {
-    PartRow {
-        text,
-        ..PartRow::of(m, ordinal, part_type)
-    }
-}
-
-/// A message and its parts, numbered in order.
-fn push(out: &mut FileBatch, m: MessageRow, parts: Vec<PartRow>) {
-    for (i, mut p) in parts.into_iter().enumerate() {
-        p.ordinal = i as u32;
-        out.parts.push(p);
-    }
-    out.messages.push(m);
 }
 
 #[cfg(test)]

@@ -182,12 +182,12 @@ impl GeminiParser {
                     (Some(s), Some(d)) => format!("{s}: {d}"),
                     (s, d) => s.or(d).unwrap_or_default(),
                 };
-                parts.push(part(&m, "thinking", Some(text)));
+                parts.push(PartRow::with_text(&m, 0, "thinking", Some(text)));
             }
         }
         let text = v.get("content").and_then(part_text);
         if let Some(t) = &text {
-            parts.push(part(&m, "text", Some(t.clone())));
+            parts.push(PartRow::with_text(&m, 0, "text", Some(t.clone())));
         }
         m.search_text = match role {
             Role::User => join_search(vec![v
@@ -204,7 +204,7 @@ impl GeminiParser {
             .into_iter()
             .flatten()
         {
-            let mut p = part(&m, "tool_call", None);
+            let mut p = PartRow::with_text(&m, 0, "tool_call", None);
             p.call_id = str_field(call, "id");
             p.tool_name = str_field(call, "name");
             p.body = call.get("args").map(Value::to_string);
@@ -215,18 +215,14 @@ impl GeminiParser {
                 .or_else(|| call.get("resultDisplay").and_then(part_text));
             let status = call.get("status").and_then(Value::as_str);
             if output.is_some() || status.is_some_and(|s| s != "success") {
-                let mut r = part(&m, "tool_result", output);
+                let mut r = PartRow::with_text(&m, 0, "tool_result", output);
                 r.call_id = str_field(call, "id");
                 r.tool_name = str_field(call, "name");
                 r.is_error = status.map(|s| matches!(s, "error" | "cancelled"));
                 parts.push(r);
             }
         }
-        for (i, mut p) in parts.into_iter().enumerate() {
-            p.ordinal = i as u32;
-            out.parts.push(p);
-        }
-        out.messages.push(m);
+        out.push_message(m, parts);
     }
 
     /// `$rewindTo`: the message and everything after it go (of what this read produced;
@@ -311,13 +307,6 @@ fn remove(out: &mut FileBatch, gone: impl Fn(&MessageRow) -> bool) {
         .retain(|m| !ids.contains(&(m.session_id.clone(), m.id.clone())));
     out.parts
         .retain(|p| !ids.contains(&(p.session_id.clone(), p.message_id.clone())));
-}
-
-fn part(m: &MessageRow, part_type: &str, text: Option<String>) -> PartRow {
-    PartRow {
-        text,
-        ..PartRow::of(m, 0, part_type)
-    }
 }
 
 /// A `PartListUnion`'s text: a string, a part (`{text}`), or a list of them.

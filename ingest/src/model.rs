@@ -177,6 +177,19 @@ impl PartRow {
             body: None,
         }
     }
+
+    /// [`PartRow::of`] with its readable text.
+    pub fn with_text(
+        m: &MessageRow,
+        ordinal: u32,
+        part_type: &str,
+        text: Option<String>,
+    ) -> PartRow {
+        PartRow {
+            text,
+            ..PartRow::of(m, ordinal, part_type)
+        }
+    }
 }
 
 /// One source line, verbatim. Every line that is not skipped becomes one of these.
@@ -240,6 +253,15 @@ impl FileBatch {
         for (kind, n) in other.skipped {
             *self.skipped.entry(kind).or_default() += n;
         }
+    }
+
+    /// A message and its parts, the parts numbered 0, 1, 2, ... in the order given.
+    pub fn push_message(&mut self, m: MessageRow, parts: Vec<PartRow>) {
+        for (i, mut p) in parts.into_iter().enumerate() {
+            p.ordinal = i as u32;
+            self.parts.push(p);
+        }
+        self.messages.push(m);
     }
 
     /// Note a skipped line: counted always, kept in full while `examples` allows.

@@ -142,19 +142,11 @@ impl<'a> Pass<'a> {
             .take_while(|p| p.message_id == m.id && p.source_line == line_no)
             .count() as u32;
         let note = PartRow {
-            session_id: m.session_id.clone(),
-            message_id: m.id.clone(),
-            source_line: line_no,
-            ordinal,
-            part_type: "truncated".into(),
-            tool_name: None,
-            call_id: None,
-            is_error: None,
             text: Some(format!(
                 "[only the first {} items of each list in this line were read; the whole line is in records (source line {line_no})]",
                 crate::json::MAX_ITEMS
             )),
-            body: None,
+            ..PartRow::of(m, ordinal, "truncated")
         };
         self.batch.parts.push(note);
     }

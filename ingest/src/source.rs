@@ -95,11 +95,6 @@ pub(crate) trait RecordParser: Send {
 }
 
 impl Source {
-    /// The name [`Source::parse`] reads back.
-    pub fn as_str(&self) -> &'static str {
-        self.name
-    }
-
     /// Its home: its variable (with `home_in_var` under it), else `home_default` under
     /// `$HOME`.
     pub fn home(&self) -> Option<PathBuf> {
