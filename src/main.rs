@@ -114,7 +114,8 @@ pub(crate) struct Cli {
 #[derive(Subcommand)]
 pub(crate) enum ModelAction {
     /// Import a BERT-shaped sentence embedder from a folder (config.json, tokenizer.json,
-    /// model.safetensors in f32, f16 or bf16) as the store's f16 model asset
+    /// model.safetensors in f32, f16 or bf16) as the store's model asset (int8
+    /// encoder layers, f16 tables)
     Import {
         dir: PathBuf,
         /// The name stored with every vector [default: the folder's name]

@@ -3,12 +3,13 @@
 //! search alone.
 //!
 //! `cargo bench --workspace --bench hybrid_bench -- [--corpus DIR | --messages N]
-//!  [--model DIR] [--queries Q] [--work DIR]`
+//!  [--model DIR] [--queries Q] [--max-tokens M] [--work DIR]`
 //!
 //! - The store: the corpus (a folder of session files, default the generated corpus of N
 //!   messages) synced, the model (default all-MiniLM-L6-v2 from `scripts/fetch-test-model.sh`)
 //!   imported and every searchable message embedded, in this process; kept in the work dir
-//!   and reused.
+//!   and reused. `--max-tokens M` embeds each message's first M tokens (the passage cap under
+//!   test; default the model's limit, 512), in a store of its own.
 //! - Known-item queries (simulated as in Azzopardi et al., "Building simulated queries for
 //!   known-item topics", SIGIR 2007): a target message of 20 to 400 words, then 3 to 5 of its
 //!   words drawn without replacement with probability proportional to tf x idf. `noisy`
@@ -18,16 +19,18 @@
 //!   real searches (50 hits each, as hybrid asks for a limit of 10); the real hybrid search's
 //!   top 10 is checked against its fusion of those arms (`hybrid_differs_from_its_fusion`
 //!   counts the queries where the scores differ).
+//! - `vector_f32` and `minmax_f32`: the same with candle's f32 BERT at full length instead of
+//!   the store's int8 vectors (exact nearest neighbours over every message; computed once per
+//!   corpus and kept in the work dir): the baseline for the int8 encoder and the passage cap.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use futures::TryStreamExt;
 use pond_benches::corpus::Rng;
 use pond_benches::{report, work};
-use pond_embed::{Embedder, TextKind};
+use pond_embed::reference::Reference;
+use pond_embed::{Embedder, Manifest, TextKind};
 use pond_protocol::job::BackfillRequest;
 use pond_protocol::Job;
 use pond_store::search::{
@@ -60,13 +63,31 @@ async fn store(corpus: &std::path::Path, model: &std::path::Path) -> Arc<Store> 
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
-    let dir = work::work_dir().join(format!("hybrid-store-{}-{}", label(corpus), label(model)));
+    let max_tokens = work::arg("--max-tokens");
+    let dir = work::work_dir().join(format!(
+        "hybrid-store-{}-{}{}",
+        label(corpus),
+        label(model),
+        max_tokens
+            .as_ref()
+            .map_or(String::new(), |m| format!("-{m}"))
+    ));
     let dir = work::synced_store_of(corpus, dir).await;
     // The sync marks the store `.complete`; the embedding is done once `.embedded` exists.
     let ready = dir.join(".embedded");
     if !ready.exists() {
         let store = Arc::new(Store::open(&dir, StoreConfig::default()).expect("open store"));
-        pond_embed::import(model, &store.model_dir(), &label(model), None).expect("import");
+        let mut manifest =
+            pond_embed::import(model, &store.model_dir(), &label(model), None).expect("import");
+        if let Some(m) = &max_tokens {
+            // The passage cap under test: what the backfill truncates each text to.
+            manifest.max_tokens = m.parse().expect("--max-tokens");
+            std::fs::write(
+                store.model_dir().join("manifest.json"),
+                serde_json::to_vec_pretty(&manifest).unwrap(),
+            )
+            .unwrap();
+        }
         let t = std::time::Instant::now();
         let out = Jobs::new(store.clone())
             .execute(Job::Backfill(BackfillRequest { limit: 0 }), &mut |_| {})
@@ -85,32 +106,6 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every searchable message: (id, text).
-async fn messages(store: &Store) -> Vec<(String, String)> {
-    let ds = store.require("messages").await.expect("messages");
-    let mut scan = ds.scan();
-    scan.project(&["id", "search_text"])
-        .unwrap()
-        .filter("searchable")
-        .unwrap();
-    let batches: Vec<_> = scan
-        .try_into_stream()
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    let mut out = Vec::new();
-    for b in &batches {
-        let id = b.column_by_name("id").unwrap().as_string::<i32>();
-        let text = b.column_by_name("search_text").unwrap().as_string::<i32>();
-        for i in 0..b.num_rows() {
-            out.push((id.value(i).to_owned(), text.value(i).to_owned()));
-        }
-    }
-    out
-}
-
 struct Topic {
     query: String,
     noisy: bool,
@@ -126,7 +121,9 @@ fn topics(msgs: &[(String, String)], n: usize, rng: &mut Rng) -> Vec<Topic> {
             *df.entry(w).or_default() += 1;
         }
     }
-    let vocab: Vec<&str> = df.keys().copied().collect();
+    // Sorted: the noisy words must not depend on the hash map's order, which changes run to run.
+    let mut vocab: Vec<&str> = df.keys().copied().collect();
+    vocab.sort_unstable();
     let mut by_text: HashMap<&str, Vec<&str>> = HashMap::new();
     for (id, text) in msgs {
         by_text.entry(text.as_str()).or_default().push(id);
@@ -212,6 +209,72 @@ async fn arm(
     hits
 }
 
+/// The f32 reference's vectors of every message (candle's BERT, each text at the model's
+/// full length, 512 tokens at most): the baseline the store's int8, possibly shortened,
+/// vectors are measured against. Computed once per corpus and model and kept in the work dir
+/// by message id (stores of other passage caps share it).
+fn reference_vectors(
+    store: &Store,
+    corpus: &std::path::Path,
+    model: &std::path::Path,
+    msgs: &[(String, String)],
+) -> (Vec<Vec<f32>>, Manifest) {
+    let mut manifest = Manifest::read(&store.model_dir()).expect("manifest");
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(model.join("config.json")).unwrap()).unwrap();
+    manifest.max_tokens = config["max_position_embeddings"]
+        .as_u64()
+        .unwrap_or(512)
+        .min(512) as usize;
+    let name = |p: &std::path::Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let cache = work::work_dir().join(format!(
+        "hybrid-reference-{}-{}.json",
+        name(corpus),
+        name(model)
+    ));
+    if let Ok(bytes) = std::fs::read(&cache) {
+        let by_id: HashMap<String, Vec<f32>> = serde_json::from_slice(&bytes).expect("cache");
+        let got: Option<Vec<Vec<f32>>> = msgs.iter().map(|m| by_id.get(&m.0).cloned()).collect();
+        if let Some(vectors) = got {
+            return (vectors, manifest);
+        }
+    }
+    let t = std::time::Instant::now();
+    let reference = Reference::open(model, manifest.clone()).expect("reference");
+    let texts: Vec<&str> = msgs.iter().map(|m| m.1.as_str()).collect();
+    let vectors = reference
+        .embed(&texts, TextKind::Passage)
+        .expect("reference embed");
+    eprintln!(
+        "f32 reference vectors in {:.0} s",
+        t.elapsed().as_secs_f64()
+    );
+    let by_id: HashMap<&str, &Vec<f32>> = msgs.iter().map(|m| m.0.as_str()).zip(&vectors).collect();
+    std::fs::write(&cache, serde_json::to_vec(&by_id).unwrap()).expect("cache the reference");
+    (vectors, manifest)
+}
+
+/// The `limit` messages nearest `q` by cosine (exact), best first.
+fn nearest(
+    vectors: &[Vec<f32>],
+    msgs: &[(String, String)],
+    q: &[f32],
+    limit: usize,
+) -> Vec<(String, f32)> {
+    let mut scored: Vec<(String, f32)> = vectors
+        .iter()
+        .zip(msgs)
+        .map(|(v, m)| (m.0.clone(), v.iter().zip(q).map(|(a, b)| a * b).sum()))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    scored.truncate(limit);
+    scored
+}
+
 /// Reciprocal rank of the first relevant hit in the top [`CUTOFF`], 0 if none.
 fn rr(ranked: &[(String, f32)], relevant: &HashSet<String>) -> f64 {
     ranked
@@ -222,7 +285,16 @@ fn rr(ranked: &[(String, f32)], relevant: &HashSet<String>) -> f64 {
 }
 
 fn main() {
-    pond_benches::work::accept(&["--model", "--queries", "--corpus", "--messages"], &[]);
+    pond_benches::work::accept(
+        &[
+            "--model",
+            "--queries",
+            "--corpus",
+            "--messages",
+            "--max-tokens",
+        ],
+        &[],
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -234,26 +306,21 @@ fn main() {
         "no model at {}: run scripts/fetch-test-model.sh or pass --model DIR",
         model.display()
     );
-    let corpus = match work::arg("--corpus") {
-        Some(dir) => PathBuf::from(dir),
-        None => {
-            work::corpus(work::num("--messages", 20_000))
-                .expect("corpus")
-                .0
-        }
-    };
+    let corpus = work::corpus_arg();
     let figures = rt.block_on(async {
         let store = store(&corpus, &model).await;
         let embedder = Embedder::load(&store.model_dir()).expect("load the model");
-        let msgs = messages(&store).await;
+        let msgs = work::searchable_messages(&store).await;
         let topics = topics(&msgs, queries, &mut Rng::new(11));
-        const METHODS: [&str; 4] = ["fts", "vector", "rrf", "minmax"];
+        let reference = reference_vectors(&store, &corpus, &model, &msgs);
+        let reference_model = Reference::open(&model, reference.1.clone()).expect("reference");
+        const METHODS: [&str; 6] = ["fts", "vector", "rrf", "minmax", "vector_f32", "minmax_f32"];
         // (method, noisy) -> reciprocal ranks
         let mut ranks: HashMap<(&str, bool), Vec<f64>> = HashMap::new();
         let mut mismatches = 0;
         for t in &topics {
             let v = QueryVector {
-                model: embedder.manifest().name.clone(),
+                model: embedder.manifest().vector_key(),
                 vector: embedder
                     .embed(&[t.query.as_str()], TextKind::Query)
                     .expect("embed")
@@ -263,6 +330,12 @@ fn main() {
             let near = arm(&store, &t.query, SearchMode::Vector, Some(&v), ARM).await;
             let rrf = fuse(Fusion::Rrf, &[&text, &near]);
             let minmax = fuse(Fusion::MinMax, &[&text, &near]);
+            let q = reference_model
+                .embed(&[t.query.as_str()], TextKind::Query)
+                .expect("reference query")
+                .remove(0);
+            let near_f32 = nearest(&reference.0, &msgs, &q, ARM);
+            let minmax_f32 = fuse(Fusion::MinMax, &[&text, &near_f32]);
             let hybrid = arm(&store, &t.query, SearchMode::Hybrid, Some(&v), CUTOFF).await;
             let expect = if HYBRID_FUSION == Fusion::Rrf {
                 &rrf
@@ -278,7 +351,11 @@ fn main() {
             if got.len() != want.len() || got.iter().zip(&want).any(|(a, b)| (a - b).abs() > 1e-5) {
                 mismatches += 1;
             }
-            for (m, ranked) in METHODS.iter().zip([&text, &near, &rrf, &minmax]) {
+            for (m, ranked) in
+                METHODS
+                    .iter()
+                    .zip([&text, &near, &rrf, &minmax, &near_f32, &minmax_f32])
+            {
                 ranks
                     .entry((m, t.noisy))
                     .or_default()
@@ -289,6 +366,7 @@ fn main() {
             "corpus": corpus.display().to_string(),
             "searchable_messages": msgs.len(),
             "model": embedder.manifest().name,
+            "max_tokens": embedder.manifest().max_tokens,
             "queries_clean": topics.iter().filter(|t| !t.noisy).count(),
             "queries_noisy": topics.iter().filter(|t| t.noisy).count(),
             "hybrid_fusion": format!("{HYBRID_FUSION:?}").to_lowercase(),

@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use arrow_array::cast::AsArray;
+use futures::TryStreamExt;
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_store::{Store, StoreConfig};
 
@@ -86,6 +88,15 @@ pub fn work_dir() -> PathBuf {
 /// The generated corpus of `messages` messages (seed 1), written once and reused.
 pub fn corpus(messages: u64) -> std::io::Result<(PathBuf, Option<Stats>)> {
     cached(&format!("corpus-{messages}"), &Spec::new(messages, 1))
+}
+
+/// The corpus a bench reads: `--corpus DIR`, else the generated corpus of `--messages N`
+/// (default 20,000).
+pub fn corpus_arg() -> PathBuf {
+    match arg("--corpus") {
+        Some(dir) => PathBuf::from(dir),
+        None => corpus(num("--messages", 20_000)).expect("corpus").0,
+    }
 }
 
 /// A generated corpus of one client's sessions only (`claude-code`, `codex`, `copilot`,
@@ -211,3 +222,29 @@ pub const QUERY_TERMS: &[&str] = &[
     "scheduler cron",
     "sandbox permission",
 ];
+
+/// Every searchable message: (id, text).
+pub async fn searchable_messages(store: &Store) -> Vec<(String, String)> {
+    let ds = store.require("messages").await.expect("messages");
+    let mut scan = ds.scan();
+    scan.project(&["id", "search_text"])
+        .unwrap()
+        .filter("searchable")
+        .unwrap();
+    let batches: Vec<_> = scan
+        .try_into_stream()
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    for b in &batches {
+        let id = b.column_by_name("id").unwrap().as_string::<i32>();
+        let text = b.column_by_name("search_text").unwrap().as_string::<i32>();
+        for i in 0..b.num_rows() {
+            out.push((id.value(i).to_owned(), text.value(i).to_owned()));
+        }
+    }
+    out
+}

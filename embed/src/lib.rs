@@ -2,22 +2,29 @@
 //!
 //! What it is for: [`import`] converts a Hugging Face style folder (`config.json`,
 //! `tokenizer.json`, `model.safetensors` in f32, f16 or bf16) into pond's model asset, tensor
-//! by tensor, so the conversion never holds more than one tensor; [`Embedder`] maps the f16
-//! asset and embeds texts (prefix, tokenize with truncation, encoder, mean pooling over the
-//! attention mask, L2 norm). [`random_bert`] writes random-weight models of any BERT shape for
-//! tests and benchmarks.
+//! by tensor (the encoder layers' linear weights quantized to int8 per output, the rest f16),
+//! so the conversion never holds more than one tensor; [`Embedder`] maps the asset and embeds
+//! texts (prefix, tokenize with truncation, the int8 encoder over unpadded batches, mean
+//! pooling, L2 norm). [`reference::Reference`] is candle's f32 BERT, which tests and benches
+//! measure the embedder against. [`random_bert`] writes random-weight models of any BERT
+//! shape for tests and benchmarks.
 //!
 //! What it is not: a process. The embed worker (`pond-workers`) owns an [`Embedder`] and
 //! exits when idle, which is how the model is unloaded.
 
 mod asset;
+mod encoder;
+mod f32k;
 pub mod fetch;
+pub mod int8;
 mod model;
 pub mod random_bert;
+#[doc(hidden)]
+pub mod reference;
 #[cfg(test)]
 mod tests;
 
-pub use asset::{import, Manifest, ASSET_DTYPE};
+pub use asset::{import, Manifest, ASSET_DTYPE, LEGACY_DTYPE};
 pub use model::{Embedder, TextKind, MAX_BATCH_TOKENS};
 
 #[derive(Debug, thiserror::Error)]

@@ -1,8 +1,7 @@
 //! Import and embed on a tiny random BERT written by the test.
 
-use candle_core::DType;
-
 use crate::random_bert::{self, Shape};
+use crate::reference::Reference;
 use crate::{import, Embedder, Manifest, TextKind};
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
@@ -23,10 +22,10 @@ fn tiny() -> (tempfile::TempDir, Manifest) {
 }
 
 #[test]
-fn import_writes_an_f16_asset_half_the_size() {
+fn import_writes_an_int8_asset_under_half_the_size() {
     let (dir, m) = tiny();
     assert_eq!(m.dims, 32);
-    assert_eq!(m.dtype, "f16");
+    assert_eq!(m.dtype, "int8");
     assert_eq!(m.source_dtype, "f32");
     assert_eq!(
         (m.query_prefix.as_str(), m.passage_prefix.as_str()),
@@ -77,11 +76,11 @@ fn embeddings_are_unit_deterministic_and_match_the_f32_model() {
     // The prefix matters.
     let q = e.embed(&texts[..1], TextKind::Query).unwrap();
     assert!(cosine(&q[0], &a[0]) < 0.9999);
-    // Against the f32 source model: within f16 tolerance.
-    let reference = Embedder::open(&dir.path().join("src"), m, DType::F32).unwrap();
+    // Against the f32 source model (candle's BERT): within int8 tolerance.
+    let reference = Reference::open(&dir.path().join("src"), m).unwrap();
     let r = reference.embed(&texts, TextKind::Passage).unwrap();
     for (x, y) in a.iter().zip(&r) {
-        assert!(cosine(x, y) > 0.999, "f16 vs f32 cosine {}", cosine(x, y));
+        assert!(cosine(x, y) > 0.99, "int8 vs f32 cosine {}", cosine(x, y));
     }
 }
 
@@ -110,7 +109,7 @@ fn a_batch_of_long_texts_is_split_by_token_budget_without_changing_vectors() {
 fn bad_models_and_assets_are_refused_with_reasons() {
     let (dir, _) = tiny();
     let src = dir.path().join("src");
-    // The serving path refuses anything but f16.
+    // The serving path refuses an asset it did not write (f32 weights).
     let f32_asset = dir.path().join("f32");
     std::fs::create_dir_all(&f32_asset).unwrap();
     for f in ["config.json", "tokenizer.json", "model.safetensors"] {
@@ -131,7 +130,7 @@ fn bad_models_and_assets_are_refused_with_reasons() {
     )
     .unwrap();
     let err = Embedder::load(&f32_asset).err().unwrap().to_string();
-    assert!(err.contains("not f16"), "{err}");
+    assert!(err.contains("not int8"), "{err}");
     let err = Embedder::load(&dir.path().join("nothing"))
         .err()
         .unwrap()
@@ -207,13 +206,67 @@ fn a_real_model_ranks_a_paraphrase_above_unrelated_text() {
         .unwrap();
     let s: Vec<f32> = docs.iter().map(|d| cosine(&q[0], d)).collect();
     assert!(s[0] > s[1] + 0.2 && s[0] > s[2] + 0.2, "{s:?}");
-    // The f16 asset against the f32 original.
-    let reference = Embedder::open(&src, m, DType::F32).unwrap();
+    // The int8 asset against the f32 original.
+    let reference = Reference::open(&src, m).unwrap();
     let r = reference
         .embed(
             &["how do I make the tests stop timing out"],
             TextKind::Query,
         )
         .unwrap();
-    assert!(cosine(&q[0], &r[0]) > 0.999, "{}", cosine(&q[0], &r[0]));
+    assert!(cosine(&q[0], &r[0]) > 0.99, "{}", cosine(&q[0], &r[0]));
+}
+
+/// A store whose model was imported before int8 holds an all-f16 asset: it still loads (its
+/// layers quantized as they load) and agrees with the f32 model.
+#[test]
+fn an_f16_asset_from_before_int8_still_serves() {
+    let (dir, m) = tiny();
+    let src = dir.path().join("src");
+    let old = dir.path().join("f16-asset");
+    std::fs::create_dir_all(&old).unwrap();
+    let bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let converted: Vec<(String, Vec<u8>, Vec<usize>)> = tensors
+        .iter()
+        .map(|(name, v)| {
+            let data = v
+                .data()
+                .chunks_exact(4)
+                .flat_map(|b| {
+                    half::f16::from_f32(f32::from_le_bytes([b[0], b[1], b[2], b[3]])).to_le_bytes()
+                })
+                .collect();
+            (name.to_owned(), data, v.shape().to_vec())
+        })
+        .collect();
+    let views: Vec<(&str, safetensors::tensor::TensorView)> = converted
+        .iter()
+        .map(|(n, d, s)| {
+            let v = safetensors::tensor::TensorView::new(safetensors::Dtype::F16, s.clone(), d)
+                .unwrap();
+            (n.as_str(), v)
+        })
+        .collect();
+    safetensors::serialize_to_file(views, None, &old.join("model.safetensors")).unwrap();
+    for f in ["config.json", "tokenizer.json"] {
+        std::fs::copy(src.join(f), old.join(f)).unwrap();
+    }
+    let mut legacy = m.clone();
+    legacy.dtype = crate::LEGACY_DTYPE.into();
+    std::fs::write(
+        old.join("manifest.json"),
+        serde_json::to_vec(&legacy).unwrap(),
+    )
+    .unwrap();
+    let e = Embedder::load(&old).unwrap();
+    let texts = ["the parser fails on crlf input", "retry with backoff"];
+    let got = e.embed(&texts, TextKind::Passage).unwrap();
+    let want = Reference::open(&src, m)
+        .unwrap()
+        .embed(&texts, TextKind::Passage)
+        .unwrap();
+    for (a, b) in got.iter().zip(&want) {
+        assert!(cosine(a, b) > 0.99, "{}", cosine(a, b));
+    }
 }

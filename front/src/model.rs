@@ -1,6 +1,6 @@
 //! The model operations: show the store's embedding model, import one from a folder, fetch
-//! one from the hub. They run in the calling process: an import streams the weights to f16
-//! (bounded memory), and none of them touches Lance but the vector counts.
+//! one from the hub. They run in the calling process: an import streams the weights to the
+//! asset (int8 encoder layers, f16 tables; bounded memory), and none of them touches Lance but the vector counts.
 
 use std::path::{Path, PathBuf};
 
@@ -56,7 +56,7 @@ impl Front {
         Ok(ModelInfo { manifest, vectors })
     }
 
-    /// Import a model as the store's f16 asset; `progress(file, bytes, total)` follows a
+    /// Import a model as the store's asset; `progress(file, bytes, total)` follows a
     /// download.
     pub async fn model_import(
         &self,

@@ -28,11 +28,12 @@ use crate::store::Store;
 pub const EMBEDDINGS: &str = "embeddings";
 /// Messages per appended chunk: the unit a killed backfill loses and a resumed one redoes.
 pub const CHUNK_ROWS: usize = 2048;
-/// Texts per call of the embedding function (each chunk is sorted by length first, so a
-/// batch pads little).
-pub const BATCH_TEXTS: usize = 32;
-/// Text beyond this many bytes is cut before tokenizing (the model truncates at 512 tokens,
-/// about 2 KB of text, anyway).
+/// Texts per call of the embedding function (each chunk is sorted by length first; the
+/// embedder runs a call's texts in forward passes of at most 2,048 tokens, unpadded, so a
+/// call of short texts still fills a pass).
+pub const BATCH_TEXTS: usize = 128;
+/// Text beyond this many bytes is cut before tokenizing (the model reads at most 512 tokens,
+/// 256 as pond imports it, about 1-2 KB of text, anyway).
 pub const TEXT_BYTES: usize = 4096;
 
 fn schema(dims: usize) -> SchemaRef {
@@ -244,7 +245,7 @@ fn pending(b: &RecordBatch) -> Result<Vec<Pending>> {
 }
 
 /// A chunk's vectors: each distinct text embedded once ("yes", "continue" and pasted logs
-/// recur), shortest first and [`BATCH_TEXTS`] per call of `embed`, so a batch pads little.
+/// recur), shortest first and [`BATCH_TEXTS`] per call of `embed`.
 fn embed_chunk(
     mut rows: Vec<Pending>,
     embed: &mut EmbedFn<'_>,

@@ -47,7 +47,7 @@ fn first_session(v: &Value) -> &str {
 fn embed_backfills_resumably_and_vector_search_answers() {
     let env = with_tiny_model();
     let model = env.ok(&["model", "show"]);
-    assert!(model.contains("\"dtype\": \"f16\""), "{model}");
+    assert!(model.contains("\"dtype\": \"int8\""), "{model}");
 
     // Before any vector: a clear error naming the fix.
     let err = env.fails(&["search", "--mode", "vector", "checkout"]);

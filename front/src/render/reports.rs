@@ -351,11 +351,12 @@ pub fn model(m: &Manifest, vectors: &[(String, usize)]) -> String {
 /// `pond model import|fetch`: what was imported, and where.
 pub fn imported(m: &Manifest, dir: &std::path::Path) -> String {
     format!(
-        "imported {} ({} dims, {} parameters, {} -> f16) into {}; `pond embed` embeds the archive\n",
+        "imported {} ({} dims, {} parameters, {} -> {}) into {}; `pond embed` embeds the archive\n",
         m.name,
         m.dims,
         m.parameters,
         m.source_dtype,
+        m.dtype,
         dir.display()
     )
 }
