@@ -147,12 +147,25 @@ impl View for Stored<'_> {
 
     fn data(&self) -> Cow<'_, [u8]> {
         match self {
+            // Element by element into the f16 bytes: no f32 copy of a table (the word table
+            // of E5-small is 384 MB in f32).
             Stored::F16(v) => match v.dtype() {
-                Dtype::F32 | Dtype::BF16 => Cow::Owned(
-                    floats(v)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .flat_map(|x| half::f16::from_f32(x).to_le_bytes())
+                Dtype::F32 => Cow::Owned(
+                    v.data()
+                        .chunks_exact(4)
+                        .flat_map(|b| {
+                            let x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                            half::f16::from_f32(x).to_le_bytes()
+                        })
+                        .collect(),
+                ),
+                Dtype::BF16 => Cow::Owned(
+                    v.data()
+                        .chunks_exact(2)
+                        .flat_map(|b| {
+                            let x = half::bf16::from_le_bytes([b[0], b[1]]).to_f32();
+                            half::f16::from_f32(x).to_le_bytes()
+                        })
                         .collect(),
                 ),
                 _ => Cow::Borrowed(v.data()),
