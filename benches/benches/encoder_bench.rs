@@ -137,7 +137,7 @@ fn run(
     json!({
         "model": model,
         "kernel": pond_embed::int8::Kernel::detect().name(),
-        "threads": rayon_threads(),
+        "threads": cores(),
         "max_tokens": manifest.max_tokens,
         "import_s": r2(import_s),
         "texts": sorted.len(),
@@ -155,7 +155,8 @@ fn run(
     })
 }
 
-fn rayon_threads() -> usize {
+/// The cores the encoder's thread pool uses (rayon's default: one thread a core).
+fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

@@ -10,7 +10,7 @@ use safetensors::tensor::{Dtype, TensorView, View};
 use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
 
-use crate::encoder::{floats, is_linear_weight, BertConfig, SCALE_SUFFIX};
+use crate::encoder::{float_reader, floats, is_linear_weight, BertConfig, SCALE_SUFFIX};
 use crate::{EmbedError, Result};
 
 /// The weight type `pond model import` writes: int8 encoder layers, f16 tables.
@@ -129,10 +129,8 @@ impl Stored<'_> {
 impl View for Stored<'_> {
     fn dtype(&self) -> Dtype {
         match self {
-            Stored::F16(v) => match v.dtype() {
-                Dtype::F32 | Dtype::BF16 | Dtype::F16 => Dtype::F16,
-                other => other,
-            },
+            Stored::F16(v) if float_reader(v.dtype()).is_some() => Dtype::F16,
+            Stored::F16(v) => v.dtype(),
             Stored::Int8(_) => Dtype::I8,
             Stored::Scales(..) => Dtype::F32,
         }
@@ -149,23 +147,11 @@ impl View for Stored<'_> {
         match self {
             // Element by element into the f16 bytes: no f32 copy of a table (the word table
             // of E5-small is 384 MB in f32).
-            Stored::F16(v) => match v.dtype() {
-                Dtype::F32 => Cow::Owned(
+            Stored::F16(v) => match float_reader(v.dtype()) {
+                Some((width, read)) if v.dtype() != Dtype::F16 => Cow::Owned(
                     v.data()
-                        .chunks_exact(4)
-                        .flat_map(|b| {
-                            let x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                            half::f16::from_f32(x).to_le_bytes()
-                        })
-                        .collect(),
-                ),
-                Dtype::BF16 => Cow::Owned(
-                    v.data()
-                        .chunks_exact(2)
-                        .flat_map(|b| {
-                            let x = half::bf16::from_le_bytes([b[0], b[1]]).to_f32();
-                            half::f16::from_f32(x).to_le_bytes()
-                        })
+                        .chunks_exact(width)
+                        .flat_map(|b| half::f16::from_f32(read(b)).to_le_bytes())
                         .collect(),
                 ),
                 _ => Cow::Borrowed(v.data()),
@@ -185,13 +171,10 @@ impl View for Stored<'_> {
 
     fn data_len(&self) -> usize {
         match self {
-            Stored::F16(v) => {
-                let n: usize = v.shape().iter().product();
-                match v.dtype() {
-                    Dtype::F32 | Dtype::BF16 | Dtype::F16 => n * 2,
-                    _ => v.data().len(),
-                }
+            Stored::F16(v) if float_reader(v.dtype()).is_some() => {
+                v.shape().iter().product::<usize>() * 2
             }
+            Stored::F16(v) => v.data().len(),
             Stored::Int8(v) => v.shape().iter().product(),
             Stored::Scales(_, rows) => rows[0] * 4,
         }
@@ -257,11 +240,11 @@ pub fn import(
         if name.ends_with("position_ids") {
             continue;
         }
-        if matches!(view.dtype(), Dtype::F32 | Dtype::F16 | Dtype::BF16) {
+        let float = float_reader(view.dtype()).is_some();
+        if float {
             source_dtype.get_or_insert(view.dtype());
             parameters += view.shape().iter().product::<usize>() as u64;
         }
-        let float = matches!(view.dtype(), Dtype::F32 | Dtype::F16 | Dtype::BF16);
         if float && view.shape().len() == 2 && is_linear_weight(name) {
             let rows = [view.shape()[0]];
             views.push((

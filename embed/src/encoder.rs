@@ -8,6 +8,7 @@
 //! so the process's own memory holds only the encoder's packed int8 layers and the buffers
 //! of one batch.
 
+use std::ops::Range;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -342,7 +343,24 @@ impl Encoder {
             .zip(texts)
             .map(|(&s, t)| (s, t.len().min(self.max_positions)))
             .collect();
-        let mut x = vec![0f32; total * h];
+        SCRATCH.with_borrow_mut(|scratch| {
+            let mut b = scratch.buffers(total, h, self.intermediate);
+            self.layers(&mut b, texts, &spans);
+            self.pool(b.x, &spans)
+        })
+    }
+
+    /// The forward pass over the texts at `spans`: `b.x` ends as the last layer's output.
+    fn layers(&self, b: &mut Buffers, texts: &[&[u32]], spans: &[(usize, usize)]) {
+        let Buffers {
+            x,
+            qkv,
+            ctx,
+            tmp,
+            inner,
+        } = b;
+        let h = self.hidden;
+        let total = x.len() / h;
         for (&(s, len), ids) in spans.iter().zip(texts) {
             for (p, &id) in ids[..len].iter().enumerate() {
                 let row = &mut x[(s + p) * h..(s + p + 1) * h];
@@ -352,23 +370,29 @@ impl Encoder {
                 }
             }
         }
-        f32k::layer_norm(&mut x, None, &self.norm, h, self.eps);
-
-        let mut qkv = vec![0f32; total * 3 * h];
-        let mut ctx = vec![0f32; total * h];
-        let mut tmp = vec![0f32; total * h];
-        let mut inner = vec![0f32; total * self.intermediate];
+        let eps = self.eps;
+        by_rows(x, h, |x, _| f32k::layer_norm(x, None, &self.norm, h, eps));
         for layer in &self.layers {
-            layer.qkv.forward(&x, total, &mut qkv);
-            self.attention(&qkv, &spans, &mut ctx);
-            layer.out.forward(&ctx, total, &mut tmp);
-            f32k::layer_norm(&mut x, Some(&tmp), &layer.norm1, h, self.eps);
-            layer.up.forward(&x, total, &mut inner);
-            f32k::activate(&mut inner, self.act);
-            layer.down.forward(&inner, total, &mut tmp);
-            f32k::layer_norm(&mut x, Some(&tmp), &layer.norm2, h, self.eps);
+            layer.qkv.forward(x, total, qkv);
+            self.attention(qkv, spans, ctx);
+            layer.out.forward(ctx, total, tmp);
+            by_rows(x, h, |x, r| {
+                let add = Some(&tmp[r.start * h..r.end * h]);
+                f32k::layer_norm(x, add, &layer.norm1, h, eps)
+            });
+            layer.up.forward(x, total, inner);
+            by_rows(inner, self.intermediate, |x, _| f32k::activate(x, self.act));
+            layer.down.forward(inner, total, tmp);
+            by_rows(x, h, |x, r| {
+                let add = Some(&tmp[r.start * h..r.end * h]);
+                f32k::layer_norm(x, add, &layer.norm2, h, eps)
+            });
         }
+    }
 
+    /// Each text's mean of its rows of `x`, as a unit vector.
+    fn pool(&self, x: &[f32], spans: &[(usize, usize)]) -> Vec<Vec<f32>> {
+        let h = self.hidden;
         spans
             .iter()
             .map(|&(s, len)| {
@@ -424,14 +448,95 @@ impl Encoder {
     }
 }
 
+thread_local! {
+    /// The forward pass's buffers, kept between calls on a thread: fresh ones would be
+    /// fresh pages, faulted in and zeroed by the kernel at every call.
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+#[derive(Default)]
+struct Scratch([Vec<f32>; 5]);
+
+/// One call's buffers: the hidden rows, the q/k/v rows, the attention's output, the
+/// sublayers' output, the feed-forward's inner rows.
+struct Buffers<'a> {
+    x: &'a mut [f32],
+    qkv: &'a mut [f32],
+    ctx: &'a mut [f32],
+    tmp: &'a mut [f32],
+    inner: &'a mut [f32],
+}
+
+impl Scratch {
+    /// Buffers for `tokens` rows (grown as needed; what they hold is left over from the
+    /// last call, and every value is written before it is read).
+    fn buffers(&mut self, tokens: usize, hidden: usize, intermediate: usize) -> Buffers<'_> {
+        let lens = [1, 3, 1, 1].map(|n| tokens * hidden * n);
+        let lens = [lens[0], lens[1], lens[2], lens[3], tokens * intermediate];
+        for (v, &n) in self.0.iter_mut().zip(&lens) {
+            if v.len() < n {
+                v.resize(n, 0.0);
+            }
+        }
+        let [x, qkv, ctx, tmp, inner] = &mut self.0;
+        Buffers {
+            x: &mut x[..lens[0]],
+            qkv: &mut qkv[..lens[1]],
+            ctx: &mut ctx[..lens[2]],
+            tmp: &mut tmp[..lens[3]],
+            inner: &mut inner[..lens[4]],
+        }
+    }
+}
+
+/// `f` over blocks of whole rows of `x` (rows of `width` values; `f` gets a block and its
+/// rows' range), on the thread pool when there are enough of them to pay for it.
+fn by_rows(x: &mut [f32], width: usize, f: impl Fn(&mut [f32], Range<usize>) + Sync) {
+    /// Below this many values one thread does it all.
+    const PARALLEL_MIN: usize = 1 << 16;
+    let rows = x.len() / width.max(1);
+    let threads = rayon::current_num_threads();
+    if x.len() < PARALLEL_MIN || threads < 2 {
+        f(x, 0..rows);
+        return;
+    }
+    let per = rows.div_ceil(threads * 2);
+    x.par_chunks_mut(per * width)
+        .enumerate()
+        .for_each(|(i, block)| f(block, i * per..i * per + block.len() / width));
+}
+
 /// One text's attention: `qkv` is `len` rows of `[q | k | v]` (`3 x h`), `out` gets `len`
 /// rows of `h`. The two products per head are gemm's (f32, read in place through strides).
 fn attend(qkv: &[f32], len: usize, h: usize, heads: usize, out: &mut [f32]) {
     assert_eq!((qkv.len(), out.len()), (len * 3 * h, len * h));
+    thread_local! {
+        static SCORES: std::cell::RefCell<(Vec<f32>, Vec<f32>)> = const {
+            std::cell::RefCell::new((Vec::new(), Vec::new()))
+        };
+    }
+    SCORES.with_borrow_mut(|(scores, inv)| {
+        // Every value is written before it is read.
+        scores.resize(scores.len().max(len * len), 0.0);
+        inv.resize(inv.len().max(len), 0.0);
+        let (scores, inv) = (&mut scores[..len * len], &mut inv[..len]);
+        heads_of(qkv, len, h, heads, scores, inv, out)
+    });
+}
+
+/// [`attend`] with its scratch: one head's scores and their rows' inverse sums.
+fn heads_of(
+    qkv: &[f32],
+    len: usize,
+    h: usize,
+    heads: usize,
+    scores: &mut [f32],
+    inv: &mut [f32],
+    out: &mut [f32],
+) {
     let d = h / heads;
     let scale = 1.0 / (d as f32).sqrt();
     let row = 3 * h as isize;
-    let mut scores = vec![0f32; len * len];
     for head in 0..heads {
         let q = qkv[head * d..].as_ptr();
         let k = qkv[h + head * d..].as_ptr();
@@ -462,9 +567,9 @@ fn attend(qkv: &[f32], len: usize, h: usize, heads: usize, out: &mut [f32]) {
                 gemm::Parallelism::None,
             );
         }
-        f32k::softmax_rows(&mut scores, len);
+        f32k::exp_rows(scores, len, inv);
         unsafe {
-            // out[:, head] = P V.
+            // out[:, head] = P V, P the exponentials (the rows' sums taken out below).
             gemm::gemm(
                 len,
                 d,
@@ -487,21 +592,26 @@ fn attend(qkv: &[f32], len: usize, h: usize, heads: usize, out: &mut [f32]) {
                 gemm::Parallelism::None,
             );
         }
+        f32k::scale_rows(&mut out[head * d..], d, h, inv);
+    }
+}
+
+/// Reads one little-endian float element as f32.
+pub(crate) type ReadFloat = fn(&[u8]) -> f32;
+
+/// How to read one element of a float tensor as f32: its width in bytes and the reader
+/// (`None` for a tensor of another type).
+pub(crate) fn float_reader(dtype: Dtype) -> Option<(usize, ReadFloat)> {
+    match dtype {
+        Dtype::F32 => Some((4, |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+        Dtype::BF16 => Some((2, |b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())),
+        Dtype::F16 => Some((2, |b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())),
+        _ => None,
     }
 }
 
 /// A float tensor's values as f32 (`None` for a tensor of another type).
 pub(crate) fn floats(view: &safetensors::tensor::TensorView) -> Option<Vec<f32>> {
-    let raw = view.data();
-    let two = |f: fn([u8; 2]) -> f32| raw.chunks_exact(2).map(|b| f([b[0], b[1]])).collect();
-    match view.dtype() {
-        Dtype::F32 => Some(
-            raw.chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-        ),
-        Dtype::BF16 => Some(two(|b| half::bf16::from_le_bytes(b).to_f32())),
-        Dtype::F16 => Some(two(|b| half::f16::from_le_bytes(b).to_f32())),
-        _ => None,
-    }
+    let (width, read) = float_reader(view.dtype())?;
+    Some(view.data().chunks_exact(width).map(read).collect())
 }

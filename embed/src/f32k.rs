@@ -1,5 +1,6 @@
-//! The f32 parts of the encoder, compiled twice on x86-64 (for AVX2 with FMA, chosen at run
-//! time, and for the baseline), written as plain loops the compiler vectorizes.
+//! The f32 parts of the encoder, compiled three times on x86-64 (for AVX-512, for AVX2 with
+//! FMA, and for the baseline; the one run is chosen with the int8 kernel), written as plain
+//! loops the compiler vectorizes.
 
 /// A layer norm's parameters.
 pub(crate) struct Norm {
@@ -27,6 +28,26 @@ impl Activation {
     }
 }
 
+/// The widest vector unit the f32 code may use here: the int8 kernel's (so
+/// `POND_EMBED_KERNEL=avx2` runs the whole encoder as an AVX2 laptop would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+enum Level {
+    Avx512,
+    Avx2,
+    Baseline,
+}
+
+fn level() -> Level {
+    static LEVEL: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| match crate::int8::Kernel::detect() {
+        crate::int8::Kernel::Avx512Vnni => Level::Avx512,
+        #[cfg(target_arch = "x86_64")]
+        crate::int8::Kernel::Avx2 if std::arch::is_x86_feature_detected!("fma") => Level::Avx2,
+        _ => Level::Baseline,
+    })
+}
+
 macro_rules! versions {
     ($($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $body:block)*) => {
         $(
@@ -34,13 +55,15 @@ macro_rules! versions {
             pub(crate) fn $name($($arg: $ty),*) {
                 #[cfg(target_arch = "x86_64")]
                 {
+                    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+                    unsafe fn wide($($arg: $ty),*) $body
                     #[target_feature(enable = "avx2,fma")]
                     unsafe fn fast($($arg: $ty),*) $body
-                    if std::arch::is_x86_feature_detected!("avx2")
-                        && std::arch::is_x86_feature_detected!("fma")
-                    {
-                        // SAFETY: the features were just detected.
-                        return unsafe { fast($($arg),*) };
+                    match level() {
+                        // SAFETY: level() found the features on this CPU.
+                        Level::Avx512 => return unsafe { wide($($arg),*) },
+                        Level::Avx2 => return unsafe { fast($($arg),*) },
+                        Level::Baseline => {}
                     }
                 }
                 $body
@@ -88,17 +111,33 @@ versions! {
         }
     }
 
-    /// Each of `rows` rows of `len` scores replaced by its softmax.
-    fn softmax_rows(scores: &mut [f32], len: usize) {
-        for row in scores.chunks_exact_mut(len) {
+    /// Each row of `len` scores replaced by `e^(s - max)`, and `inv` by the inverse of each
+    /// row's sum (what makes the row a softmax: the caller scales the product with V, `d`
+    /// values a row, instead of the `len` probabilities).
+    fn exp_rows(scores: &mut [f32], len: usize, inv: &mut [f32]) {
+        for (row, inv) in scores.chunks_exact_mut(len).zip(inv.iter_mut()) {
             let max = lanes(row, f32::NEG_INFINITY, f32::max, f32::max);
-            for s in row.iter_mut() {
+            let mut acc = [0f32; 16];
+            let mut chunks = row.chunks_exact_mut(16);
+            for c in &mut chunks {
+                for (a, s) in acc.iter_mut().zip(c.iter_mut()) {
+                    *s = exp(*s - max);
+                    *a += *s;
+                }
+            }
+            let mut total = 0.0;
+            for s in chunks.into_remainder() {
                 *s = exp(*s - max);
+                total += *s;
             }
-            let inv = 1.0 / lanes(row, 0.0, sum, sum);
-            for s in row.iter_mut() {
-                *s *= inv;
-            }
+            *inv = 1.0 / (total + acc.iter().sum::<f32>());
+        }
+    }
+
+    /// `rows` rows of `d` values, each `stride` apart in `out`, scaled by `scale`, one a row.
+    fn scale_rows(out: &mut [f32], d: usize, stride: usize, scale: &[f32]) {
+        for (i, &s) in scale.iter().enumerate() {
+            out[i * stride..i * stride + d].iter_mut().for_each(|v| *v *= s);
         }
     }
 
@@ -136,8 +175,8 @@ versions! {
 const ROUND: f32 = 12_582_912.0;
 const ROUND_BITS: i32 = 0x4B40_0000;
 
-/// Fold `x` with `step` in eight independent lanes (so the loop vectorizes), then the
-/// lanes with `join`.
+/// Fold `x` with `step` in sixteen independent lanes (so the loop vectorizes, one AVX-512
+/// register or two AVX2 ones), then the lanes with `join`.
 #[inline(always)]
 fn lanes(
     x: &[f32],
@@ -145,8 +184,8 @@ fn lanes(
     step: impl Fn(f32, f32) -> f32,
     join: impl Fn(f32, f32) -> f32,
 ) -> f32 {
-    let mut acc = [init; 8];
-    let chunks = x.chunks_exact(8);
+    let mut acc = [init; 16];
+    let chunks = x.chunks_exact(16);
     let tail = chunks.remainder();
     for c in chunks {
         for (a, v) in acc.iter_mut().zip(c) {

@@ -11,6 +11,7 @@
 //! and portable Rust elsewhere (aarch64, old x86).
 
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Outputs per packed tile.
 const TILE: usize = 16;
@@ -19,6 +20,9 @@ const MR512: usize = 6;
 const NT512: usize = 4;
 /// Rows of one AVX2 micro-kernel call (one tile).
 const MR256: usize = 4;
+/// Weight bytes the rows meet before the next panel: well inside a core's L2 (512 KB on
+/// small AMD and Intel cores), leaving room for the activation rows.
+const PANEL_BYTES: usize = 192 * 1024;
 /// Below this many products a matrix product runs on the calling thread: a query of a few
 /// tokens gains nothing from a second core and would pay for the hand-over.
 const PARALLEL_MIN_MACS: usize = 1 << 22;
@@ -170,21 +174,6 @@ impl QLinear {
         if m == 0 {
             return;
         }
-        // Quantize the activations, a row at a time, into `kp`-wide rows (zero padded).
-        let mut acts = vec![0i8; m * self.kp];
-        let mut row_scales = vec![0f32; m];
-        crate::f32k::quantize(
-            x,
-            self.k,
-            &mut acts,
-            self.kp,
-            &mut row_scales,
-            kernel.offset() != 0,
-        );
-        let acts = Acts {
-            q: &acts,
-            scales: &row_scales,
-        };
         let step = match kernel {
             Kernel::Avx512Vnni => MR512,
             Kernel::Avx2 => MR256,
@@ -192,20 +181,65 @@ impl QLinear {
         };
         let threads = rayon::current_num_threads();
         if m * self.n * self.k < PARALLEL_MIN_MACS || threads < 2 || m <= step {
-            self.rows(kernel, &acts, 0, out);
+            self.block(kernel, x, out);
             return;
         }
-        // A few row blocks per thread, each a multiple of the kernel's rows.
+        // A few row blocks per thread, each a multiple of the kernel's rows; each block
+        // quantizes its own rows.
         let per = m.div_ceil(threads * 4).div_ceil(step) * step;
         out.par_chunks_mut(per * self.n)
-            .enumerate()
-            .for_each(|(i, o)| self.rows(kernel, &acts, i * per, o));
+            .zip(x.par_chunks(per * self.k))
+            .for_each(|(o, x)| self.block(kernel, x, o));
     }
 
-    /// Rows `first..first + out.len() / n` of the product into `out`.
-    fn rows(&self, kernel: Kernel, acts: &Acts, first: usize, out: &mut [f32]) {
-        let m = out.len() / self.n;
+    /// The product for the rows of `x` into `out`: the rows quantized (into this thread's
+    /// scratch), then the kernel.
+    fn block(&self, kernel: Kernel, x: &[f32], out: &mut [f32]) {
+        thread_local! {
+            static ACTS: std::cell::RefCell<(Vec<i8>, Vec<f32>)> = const {
+                std::cell::RefCell::new((Vec::new(), Vec::new()))
+            };
+        }
+        let m = x.len() / self.k;
+        ACTS.with_borrow_mut(|(q, scales)| {
+            q.resize(m * self.kp, 0);
+            scales.resize(m, 0.0);
+            // Rows of `kp` bytes (whatever pads them meets zero weights).
+            crate::f32k::quantize(
+                x,
+                self.k,
+                &mut q[..m * self.kp],
+                self.kp,
+                &mut scales[..m],
+                kernel.offset() != 0,
+            );
+            let acts = Acts {
+                q: &q[..m * self.kp],
+                scales: &scales[..m],
+            };
+            self.rows(kernel, &acts, out);
+        });
+    }
+
+    /// The product of the quantized rows `acts` into `out`, a panel of weights at a time:
+    /// every row meets one panel (sized to stay in a core's L2) before the next is read, so
+    /// a matrix larger than the cache (E5's 384x1536 layers are 590 KB in int8) is read
+    /// from memory once per block of rows instead of once per kernel call.
+    fn rows(&self, kernel: Kernel, acts: &Acts, out: &mut [f32]) {
         let tiles = self.n.div_ceil(TILE);
+        let tile_bytes = TILE * self.kp;
+        let panel = (PANEL_BYTES / tile_bytes).max(1);
+        let mut first = 0;
+        while first < tiles {
+            let end = (first + panel).min(tiles);
+            self.panel(kernel, acts, first..end, out);
+            first = end;
+        }
+    }
+
+    /// The product of the quantized rows `acts` with the weight tiles `panel` into `out`.
+    fn panel(&self, kernel: Kernel, acts: &Acts, panel: Range<usize>, out: &mut [f32]) {
+        let m = out.len() / self.n;
         let tile_bytes = TILE * self.kp;
         let mut acc = [0i32; MR512 * NT512 * TILE];
         let mut r = 0;
@@ -214,23 +248,23 @@ impl QLinear {
                 #[cfg(target_arch = "x86_64")]
                 Kernel::Avx512Vnni => {
                     let rows = (m - r).min(MR512);
-                    let mut t = 0;
-                    while t < tiles {
-                        let nt = (tiles - t).min(NT512);
+                    let mut t = panel.start;
+                    while t < panel.end {
+                        let nt = (panel.end - t).min(NT512);
                         // SAFETY: the kernel was detected on this CPU; the pointers cover
                         // `rows` activation rows of `kp` bytes and `nt` tiles of weights.
                         unsafe {
                             x86::vnni512_dispatch(
                                 rows,
                                 nt,
-                                acts.q[(first + r) * self.kp..].as_ptr(),
+                                acts.q[r * self.kp..].as_ptr(),
                                 self.kp,
                                 self.packed[t * tile_bytes..].as_ptr(),
                                 tile_bytes,
                                 &mut acc,
                             )
                         };
-                        self.store(kernel, acts, first + r, rows, t, nt, &acc, out, r);
+                        self.store(kernel, acts, r, rows, t, nt, &acc, out);
                         t += nt;
                     }
                     r += rows;
@@ -238,30 +272,30 @@ impl QLinear {
                 #[cfg(target_arch = "x86_64")]
                 Kernel::Avx2 => {
                     let rows = (m - r).min(MR256);
-                    for t in 0..tiles {
+                    for t in panel.clone() {
                         // SAFETY: as above, one tile.
                         unsafe {
                             x86::avx2_dispatch(
                                 rows,
-                                acts.q[(first + r) * self.kp..].as_ptr(),
+                                acts.q[r * self.kp..].as_ptr(),
                                 self.kp,
                                 self.packed[t * tile_bytes..].as_ptr(),
                                 &mut acc,
                             )
                         };
-                        self.store(kernel, acts, first + r, rows, t, 1, &acc, out, r);
+                        self.store(kernel, acts, r, rows, t, 1, &acc, out);
                     }
                     r += rows;
                 }
                 _ => {
-                    let a = &acts.q[(first + r) * self.kp..(first + r + 1) * self.kp];
-                    for t in 0..tiles {
+                    let a = &acts.q[r * self.kp..(r + 1) * self.kp];
+                    for t in panel.clone() {
                         portable(
                             a,
                             &self.packed[t * tile_bytes..(t + 1) * tile_bytes],
                             &mut acc,
                         );
-                        self.store(kernel, acts, first + r, 1, t, 1, &acc, out, r);
+                        self.store(kernel, acts, r, 1, t, 1, &acc, out);
                     }
                     r += 1;
                 }
@@ -269,8 +303,8 @@ impl QLinear {
         }
     }
 
-    /// Scale the accumulators of `rows` rows by `nt` tiles (laid out `[row][nt * 16]`) from
-    /// tile `t` into `out`, whose row 0 is local row `local`.
+    /// Scale the accumulators of `rows` rows from `row` by `nt` tiles (laid out
+    /// `[row][nt * 16]`) from tile `t` into `out`.
     #[allow(clippy::too_many_arguments)]
     fn store(
         &self,
@@ -282,14 +316,13 @@ impl QLinear {
         nt: usize,
         acc: &[i32],
         out: &mut [f32],
-        local: usize,
     ) {
         let offset = kernel.offset();
         let c0 = t * TILE;
         let c1 = ((t + nt) * TILE).min(self.n);
         let width = nt * TILE;
         for i in 0..rows {
-            let o = &mut out[(local + i) * self.n..(local + i + 1) * self.n];
+            let o = &mut out[(row + i) * self.n..(row + i + 1) * self.n];
             crate::f32k::dequantize(
                 &acc[i * width..i * width + (c1 - c0)],
                 acts.scales[row + i],
