@@ -40,10 +40,10 @@ enum Level {
 
 fn level() -> Level {
     static LEVEL: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
-    *LEVEL.get_or_init(|| match crate::int8::Kernel::detect() {
-        crate::int8::Kernel::Avx512Vnni => Level::Avx512,
+    *LEVEL.get_or_init(|| match crate::cpu::Kernel::detect() {
+        crate::cpu::Kernel::Avx512Vnni => Level::Avx512,
         #[cfg(target_arch = "x86_64")]
-        crate::int8::Kernel::Avx2 if std::arch::is_x86_feature_detected!("fma") => Level::Avx2,
+        crate::cpu::Kernel::Avx2 if std::arch::is_x86_feature_detected!("fma") => Level::Avx2,
         _ => Level::Baseline,
     })
 }

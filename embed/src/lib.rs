@@ -13,6 +13,7 @@
 //! exits when idle, which is how the model is unloaded.
 
 mod asset;
+mod cpu;
 mod encoder;
 mod f32k;
 pub mod fetch;
