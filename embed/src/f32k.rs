@@ -40,11 +40,28 @@ enum Level {
 
 fn level() -> Level {
     static LEVEL: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
-    *LEVEL.get_or_init(|| match crate::cpu::Kernel::detect() {
-        crate::cpu::Kernel::Avx512Vnni => Level::Avx512,
+    *LEVEL.get_or_init(|| {
+        // Every feature a version is compiled with is checked here (the kernel's probe
+        // checks only its own).
         #[cfg(target_arch = "x86_64")]
-        crate::cpu::Kernel::Avx2 if std::arch::is_x86_feature_detected!("fma") => Level::Avx2,
-        _ => Level::Baseline,
+        {
+            use crate::cpu::Kernel;
+            use std::arch::is_x86_feature_detected as has;
+            let kernel = Kernel::detect();
+            let avx2 = kernel != Kernel::Portable && has!("avx2") && has!("fma");
+            if avx2
+                && kernel == Kernel::Avx512Vnni
+                && has!("avx512f")
+                && has!("avx512bw")
+                && has!("avx512vl")
+            {
+                return Level::Avx512;
+            }
+            if avx2 {
+                return Level::Avx2;
+            }
+        }
+        Level::Baseline
     })
 }
 
