@@ -471,8 +471,8 @@ impl Scratch {
     /// Buffers for `tokens` rows (grown as needed; what they hold is left over from the
     /// last call, and every value is written before it is read).
     fn buffers(&mut self, tokens: usize, hidden: usize, intermediate: usize) -> Buffers<'_> {
-        let lens = [1, 3, 1, 1].map(|n| tokens * hidden * n);
-        let lens = [lens[0], lens[1], lens[2], lens[3], tokens * intermediate];
+        let row = tokens * hidden;
+        let lens = [row, 3 * row, row, row, tokens * intermediate];
         for (v, &n) in self.0.iter_mut().zip(&lens) {
             if v.len() < n {
                 v.resize(n, 0.0);

@@ -188,11 +188,8 @@ impl QLinear {
         let tiles = self.n.div_ceil(TILE);
         let tile_bytes = TILE * self.kp;
         let panel = (PANEL_BYTES / tile_bytes).max(1);
-        let mut first = 0;
-        while first < tiles {
-            let end = (first + panel).min(tiles);
-            self.panel(kernel, acts, first..end, out);
-            first = end;
+        for first in (0..tiles).step_by(panel) {
+            self.panel(kernel, acts, first..(first + panel).min(tiles), out);
         }
     }
 
