@@ -27,6 +27,7 @@ pub static SOURCE: Source = Source {
     transcript: crate::source::every_file,
     sniff,
     parser: |file, common| Box::new(ClaudeParser::new(file, common)),
+    database: None,
 };
 
 /// Claude Code's message links (`uuid`, `parentUuid`, `leafUuid`), or a typed record of a

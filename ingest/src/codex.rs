@@ -30,6 +30,7 @@ pub static SOURCE: Source = Source {
     transcript: crate::source::every_file,
     sniff,
     parser: |file, common| Box::new(CodexParser::new(file, common)),
+    database: None,
 };
 
 /// A current envelope (`{type, payload}`), or a legacy header (`{id, instructions|git}`).

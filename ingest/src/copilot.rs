@@ -39,6 +39,7 @@ pub static SOURCE: Source = Source {
     transcript: crate::source::every_file,
     sniff,
     parser: |file, common| Box::new(CopilotParser::new(file, common)),
+    database: None,
 };
 
 /// An event envelope: a dotted `type` (`session.start`, `user.message`) and a `data` object.

@@ -34,4 +34,30 @@ pub struct FileCursor {
     /// before it commits.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// For a session in a database: which rows were read (`offset` and `line` then count
+    /// the lines made of them, `size` and `mtime_ns` the session's rows and newest update).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<RowCursor>,
+}
+
+/// Where the last read of a database session stopped. A message (with its parts) is read
+/// once it is complete, and again whenever it changes after that; one still being written
+/// is held back until it completes or stops changing (see `crate::database`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowCursor {
+    /// Every message last updated at or before this time (ms) has been read as it was then.
+    pub since: i64,
+    /// Messages read that were last updated after `since`: id and that update's time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub above: Vec<(String, i64)>,
+    /// The last update of the session's own row that was read.
+    pub session: i64,
+    /// Messages held back as incomplete: the session is looked at again next time even if
+    /// nothing in it changed, so one that stopped changing is read.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub held: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

@@ -46,6 +46,7 @@ pub static SOURCE: Source = Source {
     },
     sniff,
     parser: |file, common| Box::new(CursorParser::new(file, common)),
+    database: None,
 };
 
 /// `{role, message}` with no `type`, `uuid` or `sessionId` (Claude Code's lines have them).

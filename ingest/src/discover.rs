@@ -16,9 +16,9 @@ use crate::source::SourceKind;
 
 const NOT_TRANSCRIPTS: &[&str] = &["history.jsonl", "session_index.jsonl"];
 
-/// Every `.jsonl` under `root` (links not followed), minus prompt indexes; a folder that
-/// cannot be read is noted in `unreadable` (a skip at line 0 with the OS's reason), never
-/// passed over in silence.
+/// Every `.jsonl` under `root` (links not followed), minus prompt indexes, and every file
+/// named as a client's database is (`opencode.db`); a folder that cannot be read is noted in
+/// `unreadable` (a skip at line 0 with the OS's reason), never passed over in silence.
 fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -45,11 +45,12 @@ fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
             if ft.is_dir() {
                 stack.push(path);
             } else if ft.is_file()
-                && path.extension().is_some_and(|e| e == "jsonl")
-                && !path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| NOT_TRANSCRIPTS.contains(&n))
+                && ((path.extension().is_some_and(|e| e == "jsonl")
+                    && !path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| NOT_TRANSCRIPTS.contains(&n)))
+                    || database_of(&path, None).is_some())
             {
                 out.push(path);
             }
@@ -63,6 +64,36 @@ fn folder_skip(dir: &Path, e: &std::io::Error) -> Skip {
         path: crate::paths::path_key(dir),
         line: 0,
         reason: format!("cannot read folder: {e}"),
+    }
+}
+
+/// The client whose database the file at `path` is: `kind` when it keeps a database,
+/// else (no kind given) the client whose database has the file's name.
+fn database_of(path: &Path, kind: Option<SourceKind>) -> Option<SourceKind> {
+    match kind {
+        Some(k) => k.database.is_some().then_some(k),
+        None => {
+            let name = path.file_name()?;
+            crate::sources::SOURCES
+                .iter()
+                .copied()
+                .find(|s| s.database.is_some_and(|d| name == d.file))
+        }
+    }
+}
+
+/// The sessions of the database at `path` into `found` (or why it cannot be read).
+fn add_database(found: &mut Discovered, path: &Path, kind: SourceKind) {
+    match crate::database::sessions(path, kind) {
+        Ok((files, skips)) => {
+            found.files.extend(files);
+            found.unreadable.extend(skips);
+        }
+        Err(reason) => found.unreadable.push(Skip {
+            path: crate::paths::path_key(path),
+            line: 0,
+            reason,
+        }),
     }
 }
 
@@ -132,25 +163,41 @@ pub fn discover_all(dir: &Path, kind: Option<SourceKind>) -> Discovered {
             return found;
         }
     };
-    if dir.is_file() {
-        found.files.push(classify(dir, kind));
-        return found;
-    }
-    let roots = match kind {
-        Some(k) => k.roots(&dir),
-        None => vec![dir],
+    let paths = if dir.is_file() {
+        vec![dir]
+    } else if let Some(db) = kind.and_then(|k| k.database) {
+        // A database client's home holds its database (none: not installed).
+        let path = dir.join(db.file);
+        if path.is_file() {
+            vec![path]
+        } else {
+            Vec::new()
+        }
+    } else {
+        let roots = match kind {
+            Some(k) => k.roots(&dir),
+            None => vec![dir],
+        };
+        roots
+            .iter()
+            .flat_map(|r| jsonl_files(r, &mut found.unreadable))
+            .filter(|p| match kind {
+                // Any folder: transcripts, and the databases found in it.
+                None => true,
+                Some(k) => p.extension().is_some_and(|e| e == "jsonl") && (k.transcript)(p),
+            })
+            .collect()
     };
-    let mut files: Vec<SourceFile> = roots
-        .iter()
-        .flat_map(|r| jsonl_files(r, &mut found.unreadable))
-        .filter(|p| kind.is_none_or(|k| (k.transcript)(p)))
-        .map(|p| classify(p, kind))
-        .collect();
-    files.sort_by(|a, b| {
+    for path in paths {
+        match database_of(&path, kind) {
+            Some(k) => add_database(&mut found, &path, k),
+            None => found.files.push(classify(path, kind)),
+        }
+    }
+    found.files.sort_by(|a, b| {
         (a.is_subagent, a.path.as_os_str().as_bytes())
             .cmp(&(b.is_subagent, b.path.as_os_str().as_bytes()))
     });
-    found.files = files;
     found
 }
 

@@ -41,6 +41,7 @@ pub static SOURCE: Source = Source {
     transcript: |path| path.components().any(|c| c.as_os_str() == "chats"),
     sniff,
     parser: |file, common| Box::new(GeminiParser::new(file, common)),
+    database: None,
 };
 
 /// The metadata line (`sessionId` with `projectHash`), or a message record of Gemini's

@@ -1,7 +1,8 @@
 //! Session discovery and parsers for the clients pond reads ([`sources::SOURCES`]: Claude
-//! Code, Codex CLI, GitHub Copilot CLI, Cursor, Gemini CLI), into pond's canonical model.
+//! Code, Codex CLI, GitHub Copilot CLI, Cursor, Gemini CLI, OpenCode), into pond's canonical
+//! model.
 //!
-//! What it is for: turning the JSONL files that coding agents write into rows of the
+//! What it is for: turning the JSONL files (and SQLite databases) that coding agents write into rows of the
 //! canonical model ([`model`]): sessions, messages, parts, and the verbatim source records.
 //! It reads files and nothing else: it knows nothing of Lance, processes or IPC, and keeps
 //! no state between calls beyond the [`reader::FileCursor`] its caller hands back in.
@@ -19,15 +20,21 @@ mod common;
 pub mod copilot;
 mod cursor;
 pub mod cursor_agent;
+mod database;
 pub mod discover;
 pub mod gemini;
 mod json;
 pub mod model;
+pub mod opencode;
+#[cfg(test)]
+mod opencode_tests;
+mod outcome;
 mod pass;
 pub mod paths;
 pub mod reader;
 pub mod source;
 pub mod sources;
+mod sqlrow;
 #[cfg(test)]
 mod tests;
 mod text;

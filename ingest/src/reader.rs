@@ -5,12 +5,13 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::time::UNIX_EPOCH;
 
-use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
 pub use crate::common::MAX_LINE_BYTES;
 pub use crate::cursor::FileCursor;
-use crate::model::{FileBatch, Skip};
+use crate::model::FileBatch;
+pub(crate) use crate::outcome::failed;
+pub use crate::outcome::{ReadMode, ReadOutcome};
 pub use crate::pass::LineParser;
 use crate::pass::Pass;
 use crate::source::SourceFile;
@@ -20,56 +21,6 @@ const HEAD_BYTES: u64 = 4096;
 
 /// How much of the end of what was consumed identifies a file with its head.
 const TAIL_BYTES: u64 = 4096;
-
-/// How a file was read this time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReadMode {
-    /// Same size and mtime as last time: not opened.
-    Unchanged,
-    /// First time seen: read from the start.
-    New,
-    /// Grew since last time: read only the new lines.
-    Appended,
-    /// Shrank or its head changed: read again from the start (the store dedupes).
-    Rewritten,
-    /// The rest of a read that stopped at its byte budget, in the same sync.
-    Continued,
-    /// Could not be read at all (vanished, permissions): reported, nothing stored.
-    Failed,
-}
-
-#[derive(Debug)]
-pub struct ReadOutcome {
-    pub mode: ReadMode,
-    pub batch: FileBatch,
-    pub cursor: FileCursor,
-    /// Lines read in this pass (stored or skipped), not counting a held-back last line.
-    pub lines_read: u64,
-}
-
-impl ReadOutcome {
-    /// A file not read, with the reason (the caller decided to skip it).
-    pub fn skipped(file: &SourceFile, prev: Option<&FileCursor>, reason: String) -> ReadOutcome {
-        failed(file, prev, prev.map_or(0, |c| c.line), reason)
-    }
-}
-
-fn failed(file: &SourceFile, prev: Option<&FileCursor>, line: u64, reason: String) -> ReadOutcome {
-    let mut batch = FileBatch::default();
-    let skip = Skip {
-        path: file.key(),
-        line,
-        reason,
-    };
-    batch.skip(skip, 0);
-    ReadOutcome {
-        mode: ReadMode::Failed,
-        batch,
-        cursor: prev.cloned().unwrap_or_default(),
-        lines_read: 0,
-    }
-}
 
 /// xxh3 of `len` bytes of `f` from `at` (a corrupt cursor cannot ask for more than the
 /// head or tail limits: the caller checks).
@@ -120,7 +71,12 @@ pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
 /// is then `partial`, and the next call with it reads on (mode `Continued`). A sync reads a
 /// large file in such parts, so its memory follows the part, not the file.
 pub fn read_file_part(file: &SourceFile, prev: Option<&FileCursor>, budget: u64) -> ReadOutcome {
-    let read = std::panic::AssertUnwindSafe(|| read_file_unguarded(file, prev, budget));
+    let read = std::panic::AssertUnwindSafe(|| match file.kind.and_then(|k| k.database) {
+        // A session in a database (its path is under the database file's). A file of the
+        // lines such a read makes (a restored copy) is read as lines.
+        Some(db) if !file.path.is_file() => crate::database::read(file, db, prev),
+        _ => read_file_unguarded(file, prev, budget),
+    });
     std::panic::catch_unwind(read).unwrap_or_else(|_| {
         failed(
             file,

@@ -59,6 +59,53 @@ pub struct Source {
     pub(crate) sniff: fn(&Value) -> bool,
     /// A parser for one pass over one file.
     pub(crate) parser: fn(&SourceFile, &mut Common) -> Box<dyn RecordParser>,
+    /// For a client that keeps its sessions in a database rather than in JSONL files: the
+    /// database, whose sessions are read one at a time as if each were a file.
+    pub database: Option<&'static Database>,
+}
+
+/// A client's database (SQLite) of sessions. Each session is a [`SourceFile`] whose path
+/// is the database's path with the session's id under it (`.../opencode.db/ses_1`: a path
+/// that is never a file, so nothing of the client's can be mistaken for it), and whose
+/// "lines" are the rows read from it, one JSON object per message with its parts (see
+/// `crate::database`).
+pub struct Database {
+    /// The database's file name in the client's home.
+    pub file: &'static str,
+    /// The sessions it holds, oldest first.
+    pub(crate) sessions: fn(&rusqlite::Connection) -> rusqlite::Result<Vec<DbSession>>,
+    /// A session's stamp: how many rows it has and its newest update (ms). A session whose
+    /// stamp is what the last read saw is not read again.
+    pub(crate) stamp: fn(&rusqlite::Connection, &str) -> rusqlite::Result<(u64, i64)>,
+    /// A session's own row, and its messages updated after a time (ms), in order.
+    pub(crate) rows: fn(&rusqlite::Connection, &str, i64) -> rusqlite::Result<Rows>,
+}
+
+/// A message of a session as the database holds it.
+pub(crate) struct Unit {
+    pub id: String,
+    /// Its newest update (ms): the message row's or any of its parts'.
+    pub updated: i64,
+    /// Whether the client has finished writing it.
+    pub complete: bool,
+    /// The message with its parts, as one line of JSON.
+    pub line: String,
+}
+
+/// What one look at a session found.
+pub(crate) struct Rows {
+    /// The session's own row as a line, with its update time (`None`: no such row).
+    pub session: Option<(i64, String)>,
+    /// Its messages updated after the time asked for, in order.
+    pub units: Vec<Unit>,
+}
+
+/// A session a [`Database`] lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbSession {
+    pub id: String,
+    /// The session that started it (a subagent's), when there is one.
+    pub parent: Option<String>,
 }
 
 /// Which client wrote a file: an entry of [`SOURCES`](crate::sources::SOURCES).

@@ -12,7 +12,7 @@ pub use crate::source::{Source, SourceKind};
 
 /// Every client pond reads, in the order `pond sync` and `pond status` list them (and
 /// records are sniffed in).
-pub static SOURCES: &[SourceKind] = &[CLAUDE_CODE, CODEX, COPILOT, CURSOR, GEMINI];
+pub static SOURCES: &[SourceKind] = &[CLAUDE_CODE, CODEX, COPILOT, CURSOR, GEMINI, OPENCODE];
 
 /// The clients by name, for the code that must name one.
 pub static CLAUDE_CODE: SourceKind = &crate::claude::SOURCE;
@@ -20,6 +20,7 @@ pub static CODEX: SourceKind = &crate::codex::SOURCE;
 pub static COPILOT: SourceKind = &crate::copilot::SOURCE;
 pub static CURSOR: SourceKind = &crate::cursor_agent::SOURCE;
 pub static GEMINI: SourceKind = &crate::gemini::SOURCE;
+pub static OPENCODE: SourceKind = &crate::opencode::SOURCE;
 
 impl Source {
     /// The client a name (or alias) names.
@@ -28,6 +29,16 @@ impl Source {
             .iter()
             .copied()
             .find(|s| s.name == name || s.aliases.contains(&name))
+    }
+}
+
+impl Source {
+    /// The client whose sessions carry a `source_agent` (its name or a variant's).
+    pub fn of_agent(agent: &str) -> Option<SourceKind> {
+        SOURCES
+            .iter()
+            .copied()
+            .find(|s| s.name == agent || s.agents.contains(&agent))
     }
 }
 

@@ -954,7 +954,7 @@ use proptest::strategy::Strategy;
 
 /// Whether `b` keeps the [`crate::FileBatch`] contract the writer relies on: each message's
 /// parts follow it, contiguous, numbered 0, 1, 2, ... (a part out of place is dropped).
-fn parts_follow_messages(b: &crate::FileBatch) -> bool {
+pub(crate) fn parts_follow_messages(b: &crate::FileBatch) -> bool {
     let mut parts = b.parts.iter().peekable();
     for m in &b.messages {
         let mut next = 0;
@@ -981,6 +981,8 @@ proptest::proptest! {
                 "[ -~]{0,80}".prop_map(String::into_bytes),
                 r#"\{"type":"(user|assistant|system|response_item|session_meta)","(uuid|payload|message|content|sessionId)":(1|null|"x"|\[\]|\{\}|\{"content":\[\{"type":"(text|tool_use|tool_result|image)"\}\]\})\}"#.prop_map(String::into_bytes),
                 // The shapes of the clients added through the registry, with ids that repeat.
+                // OpenCode's lines (a database's rows as `crate::database` writes them).
+                r#"\{"db":"opencode","table":"(session|message|part)","row":(1|null|\{\}|\{"id":"(a|b)","data":(1|\{\}|\{"role":"(user|assistant)","error":\{\}\})\})(,"parts":(1|\[\]|\[1,\{"data":\{"type":"(text|tool|file|x)","text":"t","state":\{"status":"(completed|error)"\}\}\}\]))?\}"#.prop_map(String::into_bytes),
                 r#"\{"(type|role|id|\$rewindTo|sessionId)":"(session\.start|user\.message|assistant\.message|tool\.execution_complete|gemini|user|assistant|turn_ended|metadata|a|b)"(,"(data|message|content|toolCalls|toolRequests|\$set|projectHash|id)":(1|null|"x"|\[\]|\{\}|\{"content":"y"\}|\[\{"id":"(a|b)","name":"n","status":"error"\}\]|\{"messages":\[\{"id":"(a|b)","type":"user","content":"z"\}\]\}))\}"#.prop_map(String::into_bytes),
             ],
             0..40,

@@ -1,0 +1,297 @@
+//! Clients that keep their sessions in a SQLite database ([`Database`]): each session read
+//! as if it were a file of JSON lines, so the store, its cursors, re-derivation and the
+//! parsers treat it like any other file.
+//!
+//! A session's lines are made from its rows: one for the session's own row each time it
+//! changed, and one per message holding the message row and its parts, made when the message
+//! is complete (an assistant turn that finished or failed, a prompt with its parts) and again
+//! each time it changes after that. Lines are numbered on from where the last read stopped,
+//! so `records` keeps every version read, and a line parses the same from the database or,
+//! re-derived, from the store. A message still being written is held back until it completes
+//! or has not changed for [`STALE_MS`] (the client died mid-turn), so the store's first copy
+//! of a message, the one search serves, is whole.
+//!
+//! The database is opened read-only with a busy timeout and each session is read in one
+//! transaction (a consistent snapshot while the client writes). Change detection is per
+//! session (its row count and newest update), never by the file's time, which moves for
+//! every session.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::cursor::{FileCursor, RowCursor};
+use crate::model::Skip;
+use crate::outcome::{failed, ReadMode, ReadOutcome};
+use crate::pass::Pass;
+use crate::source::{Database, SourceFile, SourceKind, Unit};
+
+/// An incomplete message that has not changed for this long is read as it is.
+pub const STALE_MS: i64 = 30 * 60 * 1000;
+
+/// How long a read waits for a client's write lock before it gives up on the session (it is
+/// read again on the next sync).
+const BUSY: Duration = Duration::from_secs(5);
+
+/// Open a database for reading only, waiting up to [`BUSY`] for a writer's lock.
+pub(crate) fn open(path: &Path) -> Result<Connection, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open database: {e}"))?;
+    if !meta.is_file() {
+        return Err("cannot open database: not a regular file".into());
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| format!("cannot open database: {e}"))?;
+    conn.busy_timeout(BUSY).map_err(unreadable)?;
+    Ok(conn)
+}
+
+fn unreadable(e: rusqlite::Error) -> String {
+    format!("cannot read database: {e}")
+}
+
+/// A session id that can name a path under the database's (one component, not `.`/`..`).
+fn usable_id(id: &str) -> bool {
+    !id.is_empty() && id != "." && id != ".." && !id.contains(['/', '\0'])
+}
+
+/// The sessions of the database at `path` as files, and the sessions that cannot be read
+/// (an id that cannot be a path component), as skips. An error: the database cannot be
+/// opened or listed.
+pub fn sessions(path: &Path, kind: SourceKind) -> Result<(Vec<SourceFile>, Vec<Skip>), String> {
+    let db = kind.database.expect("a database client");
+    let conn = open(path)?;
+    let listed = (db.sessions)(&conn).map_err(unreadable)?;
+    let mut files = Vec::new();
+    let mut skips = Vec::new();
+    for s in listed {
+        if !usable_id(&s.id) {
+            skips.push(Skip {
+                path: crate::paths::path_key(path),
+                line: 0,
+                reason: format!("session id {:?} cannot be read (not a name)", s.id),
+            });
+            continue;
+        }
+        files.push(SourceFile {
+            path: path.join(&s.id),
+            kind: Some(kind),
+            is_subagent: s.parent.is_some(),
+            parent_session: s.parent,
+        });
+    }
+    Ok((files, skips))
+}
+
+/// Read one session of `db` from where `prev` left it. Never fails: a database that cannot
+/// be read is a skip with the reason, and the session is read again next time.
+pub(crate) fn read(file: &SourceFile, db: &Database, prev: Option<&FileCursor>) -> ReadOutcome {
+    let at = prev.map_or(0, |c| c.line);
+    let (Some(path), Some(id)) = (
+        file.path.parent(),
+        file.path.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return failed(file, prev, at, "not a session of a database".into());
+    };
+    read_session(file, db, path, id, prev).unwrap_or_else(|e| failed(file, prev, at, e))
+}
+
+fn read_session(
+    file: &SourceFile,
+    db: &Database,
+    path: &Path,
+    id: &str,
+    prev: Option<&FileCursor>,
+) -> Result<ReadOutcome, String> {
+    let conn = open(path)?;
+    // One snapshot for the stamp and the rows.
+    let tx = conn.unchecked_transaction().map_err(unreadable)?;
+    let stamp = (db.stamp)(&tx, id).map_err(unreadable)?;
+    if let Some(p) = prev {
+        let seen = p.rows.as_ref().is_some_and(|r| r.held == 0);
+        if seen && !p.partial && (p.size, p.mtime_ns) == stamp {
+            return Ok(ReadOutcome {
+                mode: ReadMode::Unchanged,
+                batch: Default::default(),
+                cursor: p.clone(),
+                lines_read: 0,
+            });
+        }
+    }
+    let mut cursor = prev.cloned().unwrap_or_default();
+    let mut rows_at = cursor.rows.take().unwrap_or_default();
+    let rows = (db.rows)(&tx, id, rows_at.since).map_err(unreadable)?;
+    drop(tx);
+
+    let mut lines = Vec::new();
+    if let Some((updated, line)) = rows.session {
+        if prev.is_none() || updated != rows_at.session {
+            rows_at.session = updated;
+            lines.push(line);
+        }
+    }
+    lines.extend(
+        select(&mut rows_at, rows.units, now_ms())
+            .into_iter()
+            .map(|u| u.line),
+    );
+
+    cursor.partial = false;
+    let mut pass = Pass::new(file, &cursor, stamp.1);
+    for line in &lines {
+        let line = one_line(line);
+        cursor.line += 1;
+        pass.line(cursor.line, cursor.offset, line.as_bytes(), line.len() + 1);
+        cursor.offset += line.len() as u64 + 1;
+    }
+    (cursor.size, cursor.mtime_ns) = stamp;
+    cursor.rows = Some(rows_at);
+    let batch = pass.finish(&mut cursor);
+    Ok(ReadOutcome {
+        mode: if prev.is_some() {
+            ReadMode::Appended
+        } else {
+            ReadMode::New
+        },
+        batch,
+        cursor,
+        lines_read: lines.len() as u64,
+    })
+}
+
+/// Which of a session's messages updated after `at.since` become lines now, in order:
+/// each complete one not read at this update already, and an incomplete one that has not
+/// changed for [`STALE_MS`]. Moves `at` past what was read, and never past a message held
+/// back.
+pub(crate) fn select(at: &mut RowCursor, units: Vec<Unit>, now: i64) -> Vec<Unit> {
+    let mut out = Vec::new();
+    let mut newest = at.since;
+    let mut held_from: Option<i64> = None;
+    let mut held = 0;
+    for u in units {
+        if u.updated <= at.since
+            || at
+                .above
+                .iter()
+                .any(|(id, t)| *id == u.id && *t == u.updated)
+        {
+            continue;
+        }
+        newest = newest.max(u.updated);
+        if !u.complete && now - u.updated < STALE_MS {
+            held += 1;
+            held_from = Some(held_from.map_or(u.updated, |t| t.min(u.updated)));
+            continue;
+        }
+        out.push(u);
+    }
+    let since = held_from.map_or(newest, |t| (t - 1).max(at.since));
+    let mut above: Vec<(String, i64)> = std::mem::take(&mut at.above);
+    above.retain(|(id, _)| !out.iter().any(|u| u.id == *id));
+    above.extend(out.iter().map(|u| (u.id.clone(), u.updated)));
+    above.retain(|(_, t)| *t > since);
+    *at = RowCursor {
+        since,
+        above,
+        session: at.session,
+        held,
+    };
+    out
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A line with no line breaks: those outside JSON strings are whitespace (inside a string
+/// they are escaped), so a client's pretty-printed JSON column keeps one record per line.
+fn one_line(line: &str) -> std::borrow::Cow<'_, str> {
+    if line.contains(['\n', '\r']) {
+        line.replace(['\n', '\r'], " ").into()
+    } else {
+        line.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(id: &str, updated: i64, complete: bool) -> Unit {
+        Unit {
+            id: id.into(),
+            updated,
+            complete,
+            line: id.into(),
+        }
+    }
+
+    fn ids(units: &[Unit]) -> Vec<&str> {
+        units.iter().map(|u| u.id.as_str()).collect()
+    }
+
+    #[test]
+    fn messages_are_read_when_complete_and_again_when_changed() {
+        let now = 1_000;
+        let mut at = RowCursor::default();
+        // m2 is being written: held back, and `since` stays below it.
+        let got = select(
+            &mut at,
+            vec![unit("m1", 100, true), unit("m2", 200, false)],
+            now,
+        );
+        assert_eq!(ids(&got), ["m1"]);
+        assert_eq!((at.since, at.held), (199, 1));
+        // A prompt after it completed (m3), m2 still running: m1 is not read again.
+        let got = select(
+            &mut at,
+            vec![unit("m2", 300, false), unit("m3", 250, true)],
+            now,
+        );
+        assert_eq!(ids(&got), ["m3"]);
+        assert_eq!((at.since, at.held), (299, 1));
+        assert!(at.above.is_empty(), "m3 is below `since`: {at:?}");
+        // Read after the message held back: remembered, so not read twice.
+        let got = select(
+            &mut at,
+            vec![unit("m2", 300, false), unit("m5", 350, true)],
+            now,
+        );
+        assert_eq!(ids(&got), ["m5"]);
+        assert_eq!(at.above, [("m5".to_owned(), 350)]);
+        let got = select(
+            &mut at,
+            vec![unit("m2", 300, false), unit("m5", 350, true)],
+            now,
+        );
+        assert!(got.is_empty());
+        // m2 completes; m3 unchanged is not read again; nothing is held.
+        let got = select(
+            &mut at,
+            vec![
+                unit("m2", 400, true),
+                unit("m3", 250, true),
+                unit("m5", 350, true),
+            ],
+            now,
+        );
+        assert_eq!(ids(&got), ["m2"]);
+        assert_eq!((at.since, at.held), (400, 0));
+        assert!(at.above.is_empty());
+        // A message changed after it was read is read again (a new version).
+        let got = select(&mut at, vec![unit("m1", 500, true)], now);
+        assert_eq!(ids(&got), ["m1"]);
+        // A message that stopped changing while incomplete is read as it is.
+        let got = select(&mut at, vec![unit("m4", 600, false)], 600 + STALE_MS);
+        assert_eq!(ids(&got), ["m4"]);
+        assert_eq!(at.held, 0);
+    }
+
+    #[test]
+    fn line_breaks_outside_strings_are_spaces() {
+        assert_eq!(one_line("{\"a\":\n1}"), "{\"a\": 1}");
+    }
+}

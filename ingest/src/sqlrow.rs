@@ -1,0 +1,90 @@
+//! A SQLite row as one JSON object, for the clients that keep their sessions in a database
+//! (`crate::database`): every column as the client wrote it.
+
+use rusqlite::types::ValueRef;
+
+/// One row as a JSON object, column by column: numbers as numbers, the columns named in
+/// `json` as the JSON they hold (verbatim) when they hold an object or array, other text as
+/// strings, a blob as its text when it is UTF-8 (else as hex).
+pub(crate) fn row_json(row: &rusqlite::Row<'_>, json: &[&str]) -> rusqlite::Result<String> {
+    let stmt = row.as_ref();
+    let mut out = String::from("{");
+    for i in 0..stmt.column_count() {
+        let name = stmt.column_name(i)?;
+        if i > 0 {
+            out.push(',');
+        }
+        push_string(&mut out, name);
+        out.push(':');
+        let text = match row.get_ref(i)? {
+            ValueRef::Null => {
+                out.push_str("null");
+                continue;
+            }
+            ValueRef::Integer(n) => {
+                out.push_str(&n.to_string());
+                continue;
+            }
+            ValueRef::Real(f) => {
+                match serde_json::Number::from_f64(f) {
+                    Some(n) => out.push_str(&n.to_string()),
+                    None => out.push_str("null"),
+                }
+                continue;
+            }
+            ValueRef::Text(t) | ValueRef::Blob(t) => match std::str::from_utf8(t) {
+                Ok(s) => s,
+                Err(_) => {
+                    out.push_str("{\"hex\":\"");
+                    for b in t {
+                        out.push_str(&format!("{b:02x}"));
+                    }
+                    out.push_str("\"}");
+                    continue;
+                }
+            },
+        };
+        if json.contains(&name) && is_composite_json(text) {
+            out.push_str(text.trim());
+        } else {
+            push_string(&mut out, text);
+        }
+    }
+    out.push('}');
+    Ok(out)
+}
+
+/// Append `s` as a JSON string.
+pub(crate) fn push_string(out: &mut String, s: &str) {
+    out.push_str(&serde_json::Value::from(s).to_string());
+}
+
+/// Whether `s` is a JSON object or array (checked without building it).
+fn is_composite_json(s: &str) -> bool {
+    matches!(s.trim_start().as_bytes().first(), Some(b'{' | b'['))
+        && serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::Connection;
+
+    #[test]
+    fn rows_as_json() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (id TEXT, n INTEGER, f REAL, data TEXT, title TEXT, b BLOB, z TEXT);
+             INSERT INTO t VALUES ('a\"b', 3, 1.5, '{\"k\": [1, 2]}', '[1]', x'ff00', NULL);",
+        )
+        .unwrap();
+        let line = conn
+            .query_row("SELECT * FROM t", [], |r| row_json(r, &["data"]))
+            .unwrap();
+        assert_eq!(
+            line,
+            r#"{"id":"a\"b","n":3,"f":1.5,"data":{"k": [1, 2]},"title":"[1]","b":{"hex":"ff00"},"z":null}"#
+        );
+        serde_json::from_str::<serde_json::Value>(&line).unwrap();
+    }
+}
