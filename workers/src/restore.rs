@@ -36,6 +36,20 @@ pub async fn run(store: &Store, req: &RestoreRequest) -> Result<RestoreReport> {
         dry_run: req.dry_run,
         ..RestoreReport::default()
     };
+    // A client that keeps its sessions in a database: pond never writes into it; a copy of
+    // the session's lines goes elsewhere.
+    let in_database = files.iter().find(|f| {
+        f.cursor.as_ref().is_some_and(|c| c.rows.is_some())
+            || pond_ingest::Source::of_agent(&f.session.source_agent)
+                .is_some_and(|s| s.database.is_some())
+    });
+    if let (Some(f), None) = (in_database, &req.out_dir) {
+        return Err(StoreError::InvalidQuery(format!(
+            "{} keeps session {} in its database, which pond never writes to; write a copy of \
+             the session's stored lines with --out DIR",
+            f.session.source_agent, f.session.id
+        )));
+    }
     let mut plan = Vec::new();
     for file in &files {
         let target = target(file, main.as_deref(), req.out_dir.as_deref());
