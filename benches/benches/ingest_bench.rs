@@ -4,7 +4,7 @@
 //! Generates (once) a corpus of N messages, syncs it into a fresh store, then syncs again
 //! (nothing new). With `../shared/corpus` present, does the same on the real files. With
 //! `--clients`, also one corpus of N messages per client the generator writes (Claude Code,
-//! Codex, GitHub Copilot CLI, Cursor, Gemini CLI), for each client's throughput.
+//! Codex, GitHub Copilot CLI, Cursor, Gemini CLI, OpenCode), for each client's throughput.
 //! Runs the sync job in this process, the same code `pond sync` runs.
 
 use std::path::Path;
@@ -90,7 +90,14 @@ fn main() {
         let (corpus, _) = work::corpus(messages).expect("corpus");
         bench("generated", &corpus, &mut figures).await;
         if work::flag("--clients") {
-            for client in ["claude-code", "codex", "copilot", "cursor", "gemini"] {
+            for client in [
+                "claude-code",
+                "codex",
+                "copilot",
+                "cursor",
+                "gemini",
+                "opencode",
+            ] {
                 let (corpus, _) = work::client_corpus(client, messages).expect("corpus");
                 bench(client, &corpus, &mut figures).await;
             }

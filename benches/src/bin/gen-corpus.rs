@@ -1,7 +1,8 @@
 //! `gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F]
-//! [--cursor-share F] [--gemini-share F]`: write a synthetic session tree. The mix of clients
-//! is by share of sessions: Codex 0.2, GitHub Copilot CLI, Cursor and Gemini CLI 0 unless
-//! given, Claude Code the rest (with its subagent files).
+//! [--cursor-share F] [--gemini-share F] [--opencode-share F]`: write a synthetic session
+//! tree. The mix of clients is by share of sessions: Codex 0.2, GitHub Copilot CLI, Cursor,
+//! Gemini CLI and OpenCode (one database, `opencode/opencode.db`) 0 unless given, Claude Code
+//! the rest (with its subagent files).
 
 use std::path::PathBuf;
 
@@ -26,16 +27,24 @@ fn main() -> anyhow::Result<()> {
             "--copilot-share" => spec.copilot_share = value()?.parse()?,
             "--cursor-share" => spec.cursor_share = value()?.parse()?,
             "--gemini-share" => spec.gemini_share = value()?.parse()?,
+            "--opencode-share" => spec.opencode_share = value()?.parse()?,
             other => anyhow::bail!(
-                "unknown argument {other}; usage: gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F] [--cursor-share F] [--gemini-share F]"
+                "unknown argument {other}; usage: gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F] [--cursor-share F] [--gemini-share F] [--opencode-share F]"
             ),
         }
     }
     let out = out.ok_or_else(|| anyhow::anyhow!("--out DIR is required"))?;
     let started = std::time::Instant::now();
-    if !(0.0..=1.0).contains(&(spec.codex_share + spec.copilot_share)) {
+    let shares = [
+        spec.codex_share,
+        spec.copilot_share,
+        spec.cursor_share,
+        spec.gemini_share,
+        spec.opencode_share,
+    ];
+    if shares.iter().any(|s| *s < 0.0) || shares.iter().sum::<f64>() > 1.0 {
         anyhow::bail!(
-            "--codex-share and --copilot-share are shares of sessions: together at most 1"
+            "the --*-share values are shares of sessions: each at least 0, together at most 1"
         );
     }
     let s = generate(

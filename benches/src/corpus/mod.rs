@@ -5,8 +5,9 @@
 //! sessions (with subagent files), `codex/sessions/YYYY/MM/DD/` rollouts and, when asked for
 //! ([`Spec::copilot_share`], [`Spec::cursor_share`], [`Spec::gemini_share`]),
 //! `copilot/session-state/<id>/events.jsonl`,
-//! `cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl` and
-//! `gemini/tmp/<project id>/chats/session-*.jsonl`, in the clients' own formats: many projects over a year, sessions of lognormal length (mean ~150
+//! `cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl`,
+//! `gemini/tmp/<project id>/chats/session-*.jsonl` and ([`Spec::opencode_share`]) OpenCode's
+//! database `opencode/opencode.db`, in the clients' own formats: many projects over a year, sessions of lognormal length (mean ~150
 //! messages), prompts and multi-line answers, thinking, tool calls and multi-line results,
 //! bookkeeping rows, replayed uuids. "Messages" counts the rows pond stores as messages,
 //! so a corpus of N messages syncs to N message rows.
@@ -102,6 +103,8 @@ pub struct Spec {
     pub cursor_share: f64,
     /// Share of sessions written by Gemini CLI (0 by default, as for Copilot).
     pub gemini_share: f64,
+    /// Share of sessions written by OpenCode, all into one database (0 by default).
+    pub opencode_share: f64,
     /// First possible session start, epoch ms.
     pub start_ms: i64,
     pub days: u64,
@@ -116,6 +119,7 @@ impl Spec {
             copilot_share: 0.0,
             cursor_share: 0.0,
             gemini_share: 0.0,
+            opencode_share: 0.0,
             start_ms: 1_764_547_200_000, // 2025-12-01
             days: 365,
         }
@@ -183,6 +187,8 @@ pub fn generate(root: &Path, spec: &Spec) -> io::Result<Stats> {
             )
         })
         .collect();
+    // OpenCode's sessions go into one database, written in one transaction.
+    let mut opencode: Option<rusqlite::Connection> = None;
     while stats.messages < spec.messages {
         let left = spec.messages - stats.messages;
         let size = ((4.6 + 0.9 * r.normal()).exp() as u64)
@@ -207,12 +213,136 @@ pub fn generate(root: &Path, spec: &Spec) -> io::Result<Stats> {
             )
         {
             gemini_session(root, &mut r, &mut stats, &project, start, size)?;
+        } else if spec.opencode_share > 0.0
+            && r.chance(
+                spec.opencode_share
+                    / (1.0
+                        - spec.codex_share
+                        - spec.copilot_share
+                        - spec.cursor_share
+                        - spec.gemini_share),
+            )
+        {
+            let db = match &mut opencode {
+                Some(db) => db,
+                None => opencode.insert(opencode_db(root)?),
+            };
+            opencode_session(db, &mut r, &mut stats, &project, start, size)
+                .map_err(io::Error::other)?;
         } else {
             claude_session(root, &mut r, &mut stats, &project, start, size)?;
         }
         stats.sessions += 1;
     }
+    if let Some(db) = opencode {
+        db.execute_batch("COMMIT").map_err(io::Error::other)?;
+    }
     Ok(stats)
+}
+
+/// `opencode/opencode.db` under `root`, with OpenCode's tables (the schema of pond's
+/// fixtures), a transaction open.
+fn opencode_db(root: &Path) -> io::Result<rusqlite::Connection> {
+    let dir = root.join("opencode");
+    std::fs::create_dir_all(&dir)?;
+    let db = rusqlite::Connection::open(dir.join("opencode.db")).map_err(io::Error::other)?;
+    db.execute_batch(include_str!("../../../tests/clients/opencode/schema.sql"))
+        .and_then(|()| db.execute_batch("BEGIN"))
+        .map_err(io::Error::other)?;
+    Ok(db)
+}
+
+/// One OpenCode session: prompts, and answers with reasoning, tool calls (a tenth of them
+/// failing) and text, as OpenCode's `session`, `message` and `part` rows.
+fn opencode_session(
+    db: &rusqlite::Connection,
+    r: &mut Rng,
+    stats: &mut Stats,
+    project: &str,
+    start: i64,
+    size: u64,
+) -> rusqlite::Result<()> {
+    let id = format!(
+        "ses_{:024x}",
+        r.next_u64() as u128 * 31 + stats.sessions as u128
+    );
+    let mut t = start;
+    let mut message = db.prepare_cached("INSERT INTO message VALUES (?1, ?2, ?3, ?4, ?5)")?;
+    let mut part = db.prepare_cached("INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+    let mut bytes = 0u64;
+    let mut n = 0u64;
+    let mut put_part = |mid: &str, t: i64, data: serde_json::Value| {
+        n += 1;
+        let data = data.to_string();
+        bytes += data.len() as u64;
+        part.execute(rusqlite::params![
+            format!("prt_{mid}_{n:05}"),
+            mid,
+            id,
+            t,
+            t,
+            data
+        ])
+    };
+    let mut written = 0u64;
+    let mut rows = Vec::new();
+    while written < size {
+        t += r.range(5, 600) as i64 * 1000;
+        let mid = format!("msg_{:016x}", r.next_u64());
+        rows.push((mid.clone(), t, t, json!({"role": "user", "time": {"created": t}, "agent": "build", "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}})));
+        put_part(&mid, t, json!({"type": "text", "text": prompt(r)}))?;
+        written += 1;
+        stats.searchable_messages += 1;
+        if written >= size {
+            break;
+        }
+        let begun = t + 1000;
+        let aid = format!("msg_{:016x}", r.next_u64());
+        put_part(&aid, begun, json!({"type": "step-start"}))?;
+        if r.chance(0.5) {
+            let mut thought = String::new();
+            sentence(r, &mut thought, 8, 30);
+            put_part(&aid, begun, json!({"type": "reasoning", "text": thought}))?;
+        }
+        t = begun;
+        for _ in 0..r.range(0, 4) {
+            t += r.range(1, 20) as i64 * 1000;
+            let tool = *r.pick(TOOLS);
+            let state = if r.chance(0.1) {
+                json!({"status": "error", "input": tool_input(r, tool), "error": "command failed", "time": {"start": t, "end": t + 500}})
+            } else {
+                json!({"status": "completed", "input": tool_input(r, tool), "output": tool_output(r), "title": tool, "metadata": {}, "time": {"start": t, "end": t + 500}})
+            };
+            put_part(
+                &aid,
+                t,
+                json!({"type": "tool", "callID": format!("call_{:016x}", r.next_u64()), "tool": tool.to_lowercase(), "state": state}),
+            )?;
+        }
+        t += r.range(2, 60) as i64 * 1000;
+        put_part(&aid, t, json!({"type": "text", "text": answer(r)}))?;
+        put_part(
+            &aid,
+            t,
+            json!({"type": "step-finish", "reason": "stop", "cost": 0, "tokens": {"input": 1000, "output": 200, "reasoning": 0, "cache": {"read": 0, "write": 0}}}),
+        )?;
+        rows.push((aid, begun, t, json!({"role": "assistant", "time": {"created": begun, "completed": t}, "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "build", "path": {"cwd": project, "root": project}, "cost": 0, "tokens": {"input": 1000, "output": 200, "reasoning": 0, "cache": {"read": 0, "write": 0}}})));
+        written += 1;
+        stats.searchable_messages += 1;
+    }
+    for (mid, created, updated, data) in rows {
+        let data = data.to_string();
+        bytes += data.len() as u64;
+        message.execute(rusqlite::params![mid, id, created, updated, data])?;
+    }
+    db.prepare_cached("INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) VALUES (?1, 'global', ?2, ?3, ?4, '1.14.2', ?5, ?6)")?
+        .execute(rusqlite::params![id, &id[4..12], project, format!("Session in {project}"), start, t])?;
+    // pond stores one line per session row and per message.
+    stats.files += 1;
+    stats.messages += written;
+    stats.lines += 1 + written;
+    stats.bytes += bytes;
+    Ok(())
 }
 
 fn slug(project: &str) -> String {
