@@ -192,7 +192,8 @@ pub(crate) enum Command {
         #[arg(long)]
         session: Option<String>,
         /// claude-code (includes subagents), claude-code/subagent, codex, copilot, cursor,
-        /// gemini (includes subagents) or gemini/subagent
+        /// gemini (includes subagents), gemini/subagent, opencode (includes subagents) or
+        /// opencode/subagent
         #[arg(long)]
         agent: Option<String>,
         /// user, assistant, system or tool

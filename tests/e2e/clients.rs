@@ -119,6 +119,7 @@ fn a_generated_corpus_mixing_clients_syncs_to_its_counts() {
         copilot_share: 0.2,
         cursor_share: 0.2,
         gemini_share: 0.2,
+        opencode_share: 0.1,
         ..pond_benches::corpus::Spec::new(4000, 3)
     };
     let stats = pond_benches::corpus::generate(&src, &spec).unwrap();
@@ -138,7 +139,7 @@ fn a_generated_corpus_mixing_clients_syncs_to_its_counts() {
         .map(|a| a["source_agent"].as_str().unwrap())
         .collect();
     assert!(
-        names.contains(&"copilot") && names.contains(&"claude-code"),
+        names.contains(&"copilot") && names.contains(&"claude-code") && names.contains(&"opencode"),
         "{agents}"
     );
 }
@@ -289,4 +290,124 @@ fn gemini_default_home_is_synced_searched_and_read_over_mcp() {
         &[("GEMINI_CLI_HOME", home.to_str().unwrap())],
     );
     assert_eq!(r["files_new"], 3, "{r}");
+}
+
+const OPENCODE_SESSION: &str = "ses_orchard1";
+
+/// `~/.local/share/opencode/opencode.db` built from the fixture scripts; its path.
+fn opencode_home(env: &Env) -> std::path::PathBuf {
+    let home = env.dir.path().join(".local/share/opencode");
+    std::fs::create_dir_all(&home).unwrap();
+    let db = home.join("opencode.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for script in ["schema.sql", "sessions.sql"] {
+        let sql = std::fs::read_to_string(clients().join("opencode").join(script)).unwrap();
+        conn.execute_batch(&sql).unwrap();
+    }
+    db
+}
+
+#[test]
+fn opencode_database_is_synced_searched_and_read_over_mcp() {
+    let env = Env::new();
+    let db = opencode_home(&env);
+    let before = std::fs::read(&db).unwrap();
+    let r = env.json(&["sync", "--json"]);
+    assert_eq!(r["files_new"], 3, "one per session: {r}");
+    assert_eq!(r["skipped"], 0, "{r}");
+    assert_eq!(
+        r["records_added"],
+        3 + 8,
+        "each session row and message a record: {r}"
+    );
+    assert_eq!(r["messages_added"], 8, "{r}");
+    let agents =
+        env.sql_json("SELECT source_agent, count(*) AS n FROM sessions GROUP BY 1 ORDER BY 1");
+    assert_eq!(
+        agents,
+        json!([{"source_agent": "opencode", "n": 2}, {"source_agent": "opencode/subagent", "n": 1}])
+    );
+    let status = env.ok(&["status"]);
+    assert!(status.contains("opencode 2"), "{status}");
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "the database is never written"
+    );
+
+    let again = env.json(&["sync", "--json"]);
+    assert_eq!(again["files_unchanged"], 3, "{again}");
+    assert_eq!(again["records_added"], 0);
+
+    let hits = env.json(&["search", "uploader retry forever bucket", "--json"]);
+    assert_eq!(
+        hits["sessions"][0]["session_id"], OPENCODE_SESSION,
+        "{hits}"
+    );
+    // The client's name finds its subagents' sessions too.
+    let sub = env.json(&[
+        "search",
+        "retry limits configured",
+        "--agent",
+        "opencode",
+        "--json",
+    ]);
+    assert_eq!(sub["sessions"][0]["session_id"], "ses_explore1", "{sub}");
+    // What OpenCode injected into a prompt is stored, not searchable.
+    let injected = env.json(&["search", "following input", "--json"]);
+    assert_eq!(
+        injected["sessions"].as_array().map(Vec::len),
+        Some(0),
+        "{injected}"
+    );
+
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let page = c
+            .ok("pond_get_session", json!({"id": OPENCODE_SESSION}))
+            .await;
+        for seen in [
+            "why does the uploader retry forever when the bucket is missing?",
+            "cargo test upload",
+            "missing_bucket ... FAILED",
+            "NoSuchBucket",
+            "API key expired",
+        ] {
+            assert!(page.contains(seen), "{seen:?} missing from:\n{page}");
+        }
+        let found = c
+            .ok(
+                "pond_search",
+                json!({"query": "opaque cursor paginate", "source_agent": "opencode"}),
+            )
+            .await;
+        assert!(found.contains("ses_api1"), "{found}");
+        let schema = c.resource("pond://schema").await;
+        assert!(schema.contains("opencode"), "{schema}");
+        c.service.cancel().await.unwrap();
+    });
+
+    // A new turn between syncs: only it is read.
+    let w = rusqlite::Connection::open(&db).unwrap();
+    w.execute_batch(
+        "INSERT INTO message VALUES ('msg_a3', 'ses_api1', 1785001000000, 1785001000000,
+           '{\"role\":\"user\",\"time\":{\"created\":1785001000000}}');
+         INSERT INTO part VALUES ('prt_a3a', 'msg_a3', 'ses_api1', 1785001000001, 1785001000001,
+           '{\"type\":\"text\",\"text\":\"document the cursor format in the API guide\"}');",
+    )
+    .unwrap();
+    let grown = env.json(&["sync", "--json"]);
+    assert_eq!(grown["files_appended"], 1, "{grown}");
+    assert_eq!(grown["files_unchanged"], 2, "{grown}");
+    assert_eq!(grown["messages_added"], 1, "{grown}");
+    let hits = env.json(&["search", "API guide", "--json"]);
+    assert_eq!(hits["sessions"][0]["session_id"], "ses_api1", "{hits}");
+
+    // Never written back into the database; a copy of its lines elsewhere.
+    let err = env.fails(&["restore", OPENCODE_SESSION]);
+    assert!(err.contains("--out"), "{err}");
+    let out = env.dir.path().join("copy");
+    env.ok(&["restore", OPENCODE_SESSION, "--out", out.to_str().unwrap()]);
+    let copy = std::fs::read_to_string(out.join(OPENCODE_SESSION)).unwrap();
+    assert_eq!(copy.lines().count(), 5, "{copy}");
 }

@@ -69,7 +69,8 @@ pub struct SearchArgs {
     #[serde(default)]
     pub session_id: Option<String>,
     /// `claude-code` (includes its subagents), `claude-code/subagent`, `codex`, `copilot`,
-    /// `cursor`, `gemini` (includes its subagents) or `gemini/subagent`.
+    /// `cursor`, `gemini` (includes its subagents), `gemini/subagent`, `opencode` (includes
+    /// its subagents) or `opencode/subagent`.
     #[serde(default)]
     pub source_agent: Option<String>,
     /// `user`, `assistant`, `system` or `tool`.
