@@ -192,8 +192,8 @@ pub(crate) enum Command {
         #[arg(long)]
         session: Option<String>,
         /// claude-code (includes subagents), claude-code/subagent, codex, copilot, cursor,
-        /// gemini (includes subagents), gemini/subagent, opencode (includes subagents) or
-        /// opencode/subagent
+        /// cursor-ide (includes sub-conversations), cursor-ide/subagent, gemini (includes
+        /// subagents), gemini/subagent, opencode (includes subagents) or opencode/subagent
         #[arg(long)]
         agent: Option<String>,
         /// user, assistant, system or tool

@@ -95,6 +95,7 @@ fn main() {
                 "codex",
                 "copilot",
                 "cursor",
+                "cursor-ide",
                 "gemini",
                 "opencode",
             ] {

@@ -100,7 +100,7 @@ pub fn corpus_arg() -> PathBuf {
 }
 
 /// A generated corpus of one client's sessions only (`claude-code`, `codex`, `copilot`,
-/// `cursor`, `gemini` or `opencode`),
+/// `cursor`, `cursor-ide`, `gemini` or `opencode`),
 /// `messages` messages, seed 1, written once and reused.
 pub fn client_corpus(client: &str, messages: u64) -> std::io::Result<(PathBuf, Option<Stats>)> {
     let base = Spec::new(messages, 1);
@@ -133,8 +133,13 @@ pub fn client_corpus(client: &str, messages: u64) -> std::io::Result<(PathBuf, O
             opencode_share: 1.0,
             ..base
         },
+        "cursor-ide" => Spec {
+            codex_share: 0.0,
+            cursor_ide_share: 1.0,
+            ..base
+        },
         other => panic!(
-            "the generator writes claude-code, codex, copilot, cursor, gemini or opencode, not {other}"
+            "the generator writes claude-code, codex, copilot, cursor, cursor-ide, gemini or opencode, not {other}"
         ),
     };
     cached(&format!("corpus-{client}-{messages}"), &spec)

@@ -62,11 +62,7 @@ impl ClaudeParser {
 
 impl RecordParser for ClaudeParser {
     fn source_agent(&self) -> &'static str {
-        if self.subagent {
-            AGENT_CLAUDE_SUBAGENT
-        } else {
-            AGENT_CLAUDE
-        }
+        SOURCE.agent(self.subagent)
     }
 
     fn line(

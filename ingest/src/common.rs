@@ -25,4 +25,28 @@ impl Common {
             .or(self.session.created_at)
             .unwrap_or(self.fallback_ts)
     }
+
+    /// Widen the session's time bounds by a session row's own times (ms): created, and
+    /// last updated (else created).
+    pub fn span(&mut self, created: Option<i64>, updated: Option<i64>) {
+        let s = &mut self.session;
+        if let Some(t) = created {
+            s.created_at = Some(s.created_at.map_or(t, |x| x.min(t)));
+        }
+        if let Some(t) = updated.or(created) {
+            s.updated_at = Some(s.updated_at.map_or(t, |x| x.max(t)));
+        }
+    }
+
+    /// Start the session of a database's session file (`crate::database`): its id from the
+    /// path until its row says, its parent from discovery. Whether it is a subagent's.
+    pub fn database_session(&mut self, file: &crate::source::SourceFile) -> bool {
+        if self.session.id.is_empty() {
+            self.session.id = file.stem();
+        }
+        if self.session.parent_id.is_none() {
+            self.session.parent_id.clone_from(&file.parent_session);
+        }
+        file.is_subagent || self.session.parent_id.is_some()
+    }
 }

@@ -47,7 +47,9 @@ pub struct FileCursor {
 pub struct RowCursor {
     /// Every message last updated at or before this time (ms) has been read as it was then.
     pub since: i64,
-    /// Messages read that were last updated after `since`: id and that update's time.
+    /// Messages read that were last updated after `since` (every message read, in a
+    /// database that keeps no update times): id and the version read (see
+    /// `crate::source::Unit::version`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub above: Vec<(String, i64)>,
     /// The last update of the session's own row that was read.

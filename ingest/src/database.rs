@@ -16,6 +16,7 @@
 //! session (its row count and newest update), never by the file's time, which moves for
 //! every session.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
@@ -132,7 +133,7 @@ fn read_session(
         }
     }
     lines.extend(
-        select(&mut rows_at, rows.units, now_ms())
+        select(&mut rows_at, rows.units, db.timed, now_ms())
             .into_iter()
             .map(|u| u.line),
     );
@@ -160,22 +161,24 @@ fn read_session(
     })
 }
 
-/// Which of a session's messages updated after `at.since` become lines now, in order:
-/// each complete one not read at this update already, and an incomplete one that has not
-/// changed for [`STALE_MS`]. Moves `at` past what was read, and never past a message held
-/// back.
-pub(crate) fn select(at: &mut RowCursor, units: Vec<Unit>, now: i64) -> Vec<Unit> {
+/// Which of a session's messages become lines now, in order: each complete one not read at
+/// this version already, and an incomplete one that has not changed for [`STALE_MS`]. Moves
+/// `at` past what was read. In a `timed` database `at.since` moves up to the newest update
+/// read, never past a message held back, and only versions above it are remembered; in one
+/// that is not, `units` is every message of the session and each one's version is
+/// remembered while the session has it.
+pub(crate) fn select(at: &mut RowCursor, units: Vec<Unit>, timed: bool, now: i64) -> Vec<Unit> {
+    let read: HashSet<(&str, i64)> = at.above.iter().map(|(id, v)| (id.as_str(), *v)).collect();
     let mut out = Vec::new();
+    let mut present = HashSet::new();
     let mut newest = at.since;
     let mut held_from: Option<i64> = None;
     let mut held = 0;
     for u in units {
-        if u.updated <= at.since
-            || at
-                .above
-                .iter()
-                .any(|(id, t)| *id == u.id && *t == u.updated)
-        {
+        if !timed {
+            present.insert(u.id.clone());
+        }
+        if (timed && u.updated <= at.since) || read.contains(&(u.id.as_str(), u.version)) {
             continue;
         }
         newest = newest.max(u.updated);
@@ -186,11 +189,18 @@ pub(crate) fn select(at: &mut RowCursor, units: Vec<Unit>, now: i64) -> Vec<Unit
         }
         out.push(u);
     }
-    let since = held_from.map_or(newest, |t| (t - 1).max(at.since));
+    drop(read);
     let mut above: Vec<(String, i64)> = std::mem::take(&mut at.above);
     above.retain(|(id, _)| !out.iter().any(|u| u.id == *id));
-    above.extend(out.iter().map(|u| (u.id.clone(), u.updated)));
-    above.retain(|(_, t)| *t > since);
+    above.extend(out.iter().map(|u| (u.id.clone(), u.version)));
+    let since = if timed {
+        let since = held_from.map_or(newest, |t| (t - 1).max(at.since));
+        above.retain(|(_, t)| *t > since);
+        since
+    } else {
+        above.retain(|(id, _)| present.contains(id));
+        at.since
+    };
     *at = RowCursor {
         since,
         above,
@@ -224,6 +234,7 @@ mod tests {
         Unit {
             id: id.into(),
             updated,
+            version: updated,
             complete,
             line: id.into(),
         }
@@ -241,6 +252,7 @@ mod tests {
         let got = select(
             &mut at,
             vec![unit("m1", 100, true), unit("m2", 200, false)],
+            true,
             now,
         );
         assert_eq!(ids(&got), ["m1"]);
@@ -249,6 +261,7 @@ mod tests {
         let got = select(
             &mut at,
             vec![unit("m2", 300, false), unit("m3", 250, true)],
+            true,
             now,
         );
         assert_eq!(ids(&got), ["m3"]);
@@ -258,6 +271,7 @@ mod tests {
         let got = select(
             &mut at,
             vec![unit("m2", 300, false), unit("m5", 350, true)],
+            true,
             now,
         );
         assert_eq!(ids(&got), ["m5"]);
@@ -265,6 +279,7 @@ mod tests {
         let got = select(
             &mut at,
             vec![unit("m2", 300, false), unit("m5", 350, true)],
+            true,
             now,
         );
         assert!(got.is_empty());
@@ -276,18 +291,68 @@ mod tests {
                 unit("m3", 250, true),
                 unit("m5", 350, true),
             ],
+            true,
             now,
         );
         assert_eq!(ids(&got), ["m2"]);
         assert_eq!((at.since, at.held), (400, 0));
         assert!(at.above.is_empty());
         // A message changed after it was read is read again (a new version).
-        let got = select(&mut at, vec![unit("m1", 500, true)], now);
+        let got = select(&mut at, vec![unit("m1", 500, true)], true, now);
         assert_eq!(ids(&got), ["m1"]);
         // A message that stopped changing while incomplete is read as it is.
-        let got = select(&mut at, vec![unit("m4", 600, false)], 600 + STALE_MS);
+        let got = select(&mut at, vec![unit("m4", 600, false)], true, 600 + STALE_MS);
         assert_eq!(ids(&got), ["m4"]);
         assert_eq!(at.held, 0);
+    }
+
+    #[test]
+    fn without_times_messages_are_read_by_their_digest() {
+        let now = 1_000;
+        let digest = |id: &str, version: i64, complete: bool| Unit {
+            version,
+            ..unit(id, now, complete)
+        };
+        let mut at = RowCursor::default();
+        let got = select(
+            &mut at,
+            vec![digest("b1", 11, true), digest("b2", 21, false)],
+            false,
+            now,
+        );
+        assert_eq!(ids(&got), ["b1"]);
+        assert_eq!((at.since, at.held), (0, 1));
+        // Unchanged b1 is not read again; b2 completed, b3 new.
+        let got = select(
+            &mut at,
+            vec![
+                digest("b1", 11, true),
+                digest("b2", 22, true),
+                digest("b3", 31, true),
+            ],
+            false,
+            now,
+        );
+        assert_eq!(ids(&got), ["b2", "b3"]);
+        // b1 changed, b3 removed from the session: b1 read again, b3 forgotten.
+        let got = select(
+            &mut at,
+            vec![digest("b1", 12, true), digest("b2", 22, true)],
+            false,
+            now,
+        );
+        assert_eq!(ids(&got), ["b1"]);
+        let mut remembered = at.above.clone();
+        remembered.sort();
+        assert_eq!(remembered, [("b1".to_owned(), 12), ("b2".to_owned(), 22)]);
+        // Still being written but unchanged for STALE_MS: read as it is.
+        let got = select(
+            &mut at,
+            vec![digest("b4", 41, false)],
+            false,
+            now + STALE_MS,
+        );
+        assert_eq!(ids(&got), ["b4"]);
     }
 
     #[test]

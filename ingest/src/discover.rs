@@ -17,7 +17,7 @@ use crate::source::SourceKind;
 const NOT_TRANSCRIPTS: &[&str] = &["history.jsonl", "session_index.jsonl"];
 
 /// Every `.jsonl` under `root` (links not followed), minus prompt indexes, and every file
-/// named as a client's database is (`opencode.db`); a folder that cannot be read is noted in
+/// named as a client's database is (`opencode.db`, `state.vscdb`); a folder that cannot be read is noted in
 /// `unreadable` (a skip at line 0 with the OS's reason), never passed over in silence.
 fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -74,10 +74,10 @@ fn database_of(path: &Path, kind: Option<SourceKind>) -> Option<SourceKind> {
         Some(k) => k.database.is_some().then_some(k),
         None => {
             let name = path.file_name()?;
-            crate::sources::SOURCES
-                .iter()
-                .copied()
-                .find(|s| s.database.is_some_and(|d| name == d.file))
+            crate::sources::SOURCES.iter().copied().find(|s| {
+                s.database
+                    .is_some_and(|d| Some(name) == Path::new(d.file).file_name())
+            })
         }
     }
 }
@@ -166,13 +166,14 @@ pub fn discover_all(dir: &Path, kind: Option<SourceKind>) -> Discovered {
     let paths = if dir.is_file() {
         vec![dir]
     } else if let Some(db) = kind.and_then(|k| k.database) {
-        // A database client's home holds its database (none: not installed).
-        let path = dir.join(db.file);
-        if path.is_file() {
-            vec![path]
-        } else {
-            Vec::new()
-        }
+        // A database client's home holds its database, a folder with a copy holds the file
+        // itself (none: not installed).
+        let name = Path::new(db.file).file_name().unwrap_or_default();
+        [dir.join(db.file), dir.join(name)]
+            .into_iter()
+            .find(|p| p.is_file())
+            .into_iter()
+            .collect()
     } else {
         let roots = match kind {
             Some(k) => k.roots(&dir),

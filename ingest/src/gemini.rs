@@ -248,11 +248,7 @@ impl GeminiParser {
 
 impl RecordParser for GeminiParser {
     fn source_agent(&self) -> &'static str {
-        if self.subagent {
-            AGENT_GEMINI_SUBAGENT
-        } else {
-            AGENT_GEMINI
-        }
+        SOURCE.agent(self.subagent)
     }
 
     fn line(

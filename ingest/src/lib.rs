@@ -20,6 +20,9 @@ mod common;
 pub mod copilot;
 mod cursor;
 pub mod cursor_agent;
+pub mod cursor_ide;
+#[cfg(test)]
+mod cursor_ide_tests;
 mod database;
 pub mod discover;
 pub mod gemini;

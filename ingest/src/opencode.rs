@@ -50,6 +50,7 @@ static DATABASE: Database = Database {
     sessions,
     stamp,
     rows,
+    timed: true,
 };
 
 /// The JSON columns of OpenCode's tables.
@@ -164,6 +165,7 @@ fn rows(conn: &Connection, id: &str, since: i64) -> rusqlite::Result<Rows> {
         units.push(Unit {
             id: mid,
             updated,
+            version: updated,
             complete,
             line,
         });
@@ -195,14 +197,8 @@ pub struct OpenCodeParser {
 
 impl OpenCodeParser {
     fn new(file: &SourceFile, common: &mut Common) -> Self {
-        if common.session.id.is_empty() {
-            common.session.id = file.stem();
-        }
-        if common.session.parent_id.is_none() {
-            common.session.parent_id.clone_from(&file.parent_session);
-        }
         OpenCodeParser {
-            subagent: file.is_subagent || common.session.parent_id.is_some(),
+            subagent: common.database_session(file),
         }
     }
 
@@ -228,14 +224,10 @@ impl OpenCodeParser {
         if dir.is_some() {
             c.session.project = dir;
         }
-        let created = row.get("time_created").and_then(Value::as_i64);
-        let updated = row.get("time_updated").and_then(Value::as_i64);
-        if let Some(t) = created {
-            c.session.created_at = Some(c.session.created_at.map_or(t, |x| x.min(t)));
-        }
-        if let Some(t) = updated.or(created) {
-            c.session.updated_at = Some(c.session.updated_at.map_or(t, |x| x.max(t)));
-        }
+        c.span(
+            row.get("time_created").and_then(Value::as_i64),
+            row.get("time_updated").and_then(Value::as_i64),
+        );
     }
 
     fn message(&self, c: &mut Common, line_no: u64, v: &Value, out: &mut FileBatch) -> String {
@@ -395,11 +387,7 @@ fn part(m: &MessageRow, data: &Value, parts: &mut Vec<PartRow>, said: &mut Vec<S
 
 impl RecordParser for OpenCodeParser {
     fn source_agent(&self) -> &'static str {
-        if self.subagent {
-            AGENT_OPENCODE_SUBAGENT
-        } else {
-            AGENT_OPENCODE
-        }
+        SOURCE.agent(self.subagent)
     }
 
     fn line(

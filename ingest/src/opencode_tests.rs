@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use crate::model::Role;
-use crate::reader::{read_file, LineParser, ReadMode};
+use crate::reader::{read_file, ReadMode};
 use crate::sources::OPENCODE;
 use crate::{discover_all, FileBatch, FileCursor, SourceFile};
 
@@ -25,14 +25,11 @@ fn home() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn sessions(home: &Path) -> Vec<SourceFile> {
-    let found = discover_all(home, Some(OPENCODE));
-    assert!(found.unreadable.is_empty(), "{:?}", found.unreadable);
-    found.files
+    crate::tests::db_sessions(home, OPENCODE)
 }
 
 fn session(home: &Path, id: &str) -> SourceFile {
-    let found = sessions(home).into_iter().find(|f| f.stem() == id);
-    found.unwrap_or_else(|| panic!("no session {id} under {}", home.display()))
+    crate::tests::db_session(home, OPENCODE, id)
 }
 
 fn read_all(files: &[SourceFile]) -> (FileBatch, Vec<FileCursor>) {
@@ -181,17 +178,7 @@ fn sessions_messages_parts_and_records() {
 #[test]
 fn stored_lines_parse_as_the_database_did() {
     let (d, _db) = home();
-    for f in sessions(d.path()) {
-        let out = read_file(&f, None);
-        let mut p = LineParser::new(&f, Some("opencode"), out.cursor.mtime_ns);
-        for r in &out.batch.records {
-            p.line(r.line, r.byte_offset, &r.raw);
-        }
-        let again = p.finish();
-        assert_eq!(again.messages, out.batch.messages, "{:?}", f.path);
-        assert_eq!(again.parts, out.batch.parts, "{:?}", f.path);
-        assert_eq!(again.sessions, out.batch.sessions, "{:?}", f.path);
-    }
+    crate::tests::db_lines_rederive(d.path(), OPENCODE);
 }
 
 fn now_ms() -> i64 {

@@ -77,15 +77,24 @@ pub struct Database {
     /// A session's stamp: how many rows it has and its newest update (ms). A session whose
     /// stamp is what the last read saw is not read again.
     pub(crate) stamp: fn(&rusqlite::Connection, &str) -> rusqlite::Result<(u64, i64)>,
-    /// A session's own row, and its messages updated after a time (ms), in order.
+    /// A session's own row, and its messages updated after a time (ms), in order (every
+    /// message, when the database keeps no update times: see `timed`).
     pub(crate) rows: fn(&rusqlite::Connection, &str, i64) -> rusqlite::Result<Rows>,
+    /// Whether a message's [`Unit::version`] is its update time, so messages not updated
+    /// since a read need not be looked at again. Else the version is a digest of the
+    /// message's rows, and every message of a changed session is compared with what was read.
+    pub(crate) timed: bool,
 }
 
 /// A message of a session as the database holds it.
 pub(crate) struct Unit {
     pub id: String,
-    /// Its newest update (ms): the message row's or any of its parts'.
+    /// Its newest update (ms): the message row's or any of its parts', or, in a database
+    /// that keeps no time per message, the session's.
     pub updated: i64,
+    /// What a read remembers it by: its update time, or a digest of its rows (see
+    /// [`Database::timed`]). A message is read again when its version changes.
+    pub version: i64,
     /// Whether the client has finished writing it.
     pub complete: bool,
     /// The message with its parts, as one line of JSON.
@@ -94,7 +103,8 @@ pub(crate) struct Unit {
 
 /// What one look at a session found.
 pub(crate) struct Rows {
-    /// The session's own row as a line, with its update time (`None`: no such row).
+    /// The session's own row as a line, with its version (its update time, or a digest of
+    /// the line): it is read again when that changes (`None`: no such row).
     pub session: Option<(i64, String)>,
     /// Its messages updated after the time asked for, in order.
     pub units: Vec<Unit>,
@@ -142,6 +152,15 @@ pub(crate) trait RecordParser: Send {
 }
 
 impl Source {
+    /// The `source_agent` of its sessions: its name, or for a subagent's session its first
+    /// variant (its name when it has none).
+    pub fn agent(&self, subagent: bool) -> &'static str {
+        match self.agents.first() {
+            Some(sub) if subagent => sub,
+            _ => self.name,
+        }
+    }
+
     /// Its home: its variable (with `home_in_var` under it), else `home_default` under
     /// `$HOME`.
     pub fn home(&self) -> Option<PathBuf> {

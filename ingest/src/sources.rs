@@ -12,13 +12,22 @@ pub use crate::source::{Source, SourceKind};
 
 /// Every client pond reads, in the order `pond sync` and `pond status` list them (and
 /// records are sniffed in).
-pub static SOURCES: &[SourceKind] = &[CLAUDE_CODE, CODEX, COPILOT, CURSOR, GEMINI, OPENCODE];
+pub static SOURCES: &[SourceKind] = &[
+    CLAUDE_CODE,
+    CODEX,
+    COPILOT,
+    CURSOR,
+    CURSOR_IDE,
+    GEMINI,
+    OPENCODE,
+];
 
 /// The clients by name, for the code that must name one.
 pub static CLAUDE_CODE: SourceKind = &crate::claude::SOURCE;
 pub static CODEX: SourceKind = &crate::codex::SOURCE;
 pub static COPILOT: SourceKind = &crate::copilot::SOURCE;
 pub static CURSOR: SourceKind = &crate::cursor_agent::SOURCE;
+pub static CURSOR_IDE: SourceKind = &crate::cursor_ide::SOURCE;
 pub static GEMINI: SourceKind = &crate::gemini::SOURCE;
 pub static OPENCODE: SourceKind = &crate::opencode::SOURCE;
 

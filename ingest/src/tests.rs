@@ -983,6 +983,8 @@ proptest::proptest! {
                 // The shapes of the clients added through the registry, with ids that repeat.
                 // OpenCode's lines (a database's rows as `crate::database` writes them).
                 r#"\{"db":"opencode","table":"(session|message|part)","row":(1|null|\{\}|\{"id":"(a|b)","data":(1|\{\}|\{"role":"(user|assistant)","error":\{\}\})\})(,"parts":(1|\[\]|\[1,\{"data":\{"type":"(text|tool|file|x)","text":"t","state":\{"status":"(completed|error)"\}\}\}\]))?\}"#.prop_map(String::into_bytes),
+                // Cursor IDE's lines (its key-value rows, and older builds' inline bubbles).
+                r#"\{"db":"cursor","(row|bubble|composer)":(1|null|"x"|\{\}|\{"key":"(composerData:c|bubbleId:c:(a|b)|bubbleId:|x)","value":(1|null|"v"|\{\}|\{"type":(1|2|"x"),"bubbleId":(1|"(a|b)"),"text":(1|"t"),"toolFormerData":(1|\{\}|\{"status":"error","result":\{\}\}),"createdAt":(1|"x"),"workspaceUris":(1|\["file://"\]|\["file:///a%"\])\})\}|\{"type":1,"bubbleId":"a","text":"t"\})\}"#.prop_map(String::into_bytes),
                 r#"\{"(type|role|id|\$rewindTo|sessionId)":"(session\.start|user\.message|assistant\.message|tool\.execution_complete|gemini|user|assistant|turn_ended|metadata|a|b)"(,"(data|message|content|toolCalls|toolRequests|\$set|projectHash|id)":(1|null|"x"|\[\]|\{\}|\{"content":"y"\}|\[\{"id":"(a|b)","name":"n","status":"error"\}\]|\{"messages":\[\{"id":"(a|b)","type":"user","content":"z"\}\]\}))\}"#.prop_map(String::into_bytes),
             ],
             0..40,
@@ -1004,5 +1006,34 @@ proptest::proptest! {
             lines.len() as u64
         );
         proptest::prop_assert!(parts_follow_messages(&out.batch), "{:?}", out.batch);
+    }
+}
+
+/// The sessions of the database client `kind` found under `home` (nothing unreadable).
+pub(crate) fn db_sessions(home: &std::path::Path, kind: SourceKind) -> Vec<SourceFile> {
+    let found = crate::discover_all(home, Some(kind));
+    assert!(found.unreadable.is_empty(), "{:?}", found.unreadable);
+    found.files
+}
+
+/// The session `id` of the database client `kind` under `home`.
+pub(crate) fn db_session(home: &std::path::Path, kind: SourceKind, id: &str) -> SourceFile {
+    let found = db_sessions(home, kind).into_iter().find(|f| f.stem() == id);
+    found.unwrap_or_else(|| panic!("no session {id} under {}", home.display()))
+}
+
+/// Every session of `kind` under `home` re-derived from the lines its read stored parses to
+/// the same rows as the read from the database did.
+pub(crate) fn db_lines_rederive(home: &std::path::Path, kind: SourceKind) {
+    for f in db_sessions(home, kind) {
+        let out = read_file(&f, None);
+        let mut p = crate::reader::LineParser::new(&f, Some(kind.name), out.cursor.mtime_ns);
+        for r in &out.batch.records {
+            p.line(r.line, r.byte_offset, &r.raw);
+        }
+        let again = p.finish();
+        assert_eq!(again.messages, out.batch.messages, "{:?}", f.path);
+        assert_eq!(again.parts, out.batch.parts, "{:?}", f.path);
+        assert_eq!(again.sessions, out.batch.sessions, "{:?}", f.path);
     }
 }

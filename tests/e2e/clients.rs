@@ -116,10 +116,11 @@ fn a_generated_corpus_mixing_clients_syncs_to_its_counts() {
     let env = Env::new();
     let src = env.dir.path().join("corpus");
     let spec = pond_benches::corpus::Spec {
-        copilot_share: 0.2,
-        cursor_share: 0.2,
-        gemini_share: 0.2,
+        copilot_share: 0.15,
+        cursor_share: 0.15,
+        gemini_share: 0.15,
         opencode_share: 0.1,
+        cursor_ide_share: 0.1,
         ..pond_benches::corpus::Spec::new(4000, 3)
     };
     let stats = pond_benches::corpus::generate(&src, &spec).unwrap();
@@ -139,7 +140,9 @@ fn a_generated_corpus_mixing_clients_syncs_to_its_counts() {
         .map(|a| a["source_agent"].as_str().unwrap())
         .collect();
     assert!(
-        names.contains(&"copilot") && names.contains(&"claude-code") && names.contains(&"opencode"),
+        ["copilot", "claude-code", "opencode", "cursor-ide"]
+            .iter()
+            .all(|n| names.contains(n)),
         "{agents}"
     );
 }
@@ -307,37 +310,48 @@ fn opencode_home(env: &Env) -> std::path::PathBuf {
     db
 }
 
+/// The first sync of a client's database (`[sessions, records, messages]` added: a record
+/// per session row and message read), the sessions per agent and the status line it gives,
+/// the database never written, and a second sync that finds nothing changed.
+fn first_syncs_of_a_database(
+    env: &Env,
+    db: &std::path::Path,
+    [sessions, records, messages]: [u64; 3],
+    agents: serde_json::Value,
+    status_line: &str,
+) {
+    let before = std::fs::read(db).unwrap();
+    let r = env.json(&["sync", "--json"]);
+    assert_eq!(r["files_new"], sessions, "one per session: {r}");
+    assert_eq!(r["skipped"], 0, "{r}");
+    assert_eq!(r["records_added"], records, "{r}");
+    assert_eq!(r["messages_added"], messages, "{r}");
+    let by_agent =
+        env.sql_json("SELECT source_agent, count(*) AS n FROM sessions GROUP BY 1 ORDER BY 1");
+    assert_eq!(by_agent, agents);
+    let status = env.ok(&["status"]);
+    assert!(status.contains(status_line), "{status}");
+    assert_eq!(
+        std::fs::read(db).unwrap(),
+        before,
+        "the database is never written"
+    );
+    let again = env.json(&["sync", "--json"]);
+    assert_eq!(again["files_unchanged"], sessions, "{again}");
+    assert_eq!(again["records_added"], 0);
+}
+
 #[test]
 fn opencode_database_is_synced_searched_and_read_over_mcp() {
     let env = Env::new();
     let db = opencode_home(&env);
-    let before = std::fs::read(&db).unwrap();
-    let r = env.json(&["sync", "--json"]);
-    assert_eq!(r["files_new"], 3, "one per session: {r}");
-    assert_eq!(r["skipped"], 0, "{r}");
-    assert_eq!(
-        r["records_added"],
-        3 + 8,
-        "each session row and message a record: {r}"
+    first_syncs_of_a_database(
+        &env,
+        &db,
+        [3, 3 + 8, 8],
+        json!([{"source_agent": "opencode", "n": 2}, {"source_agent": "opencode/subagent", "n": 1}]),
+        "opencode 2",
     );
-    assert_eq!(r["messages_added"], 8, "{r}");
-    let agents =
-        env.sql_json("SELECT source_agent, count(*) AS n FROM sessions GROUP BY 1 ORDER BY 1");
-    assert_eq!(
-        agents,
-        json!([{"source_agent": "opencode", "n": 2}, {"source_agent": "opencode/subagent", "n": 1}])
-    );
-    let status = env.ok(&["status"]);
-    assert!(status.contains("opencode 2"), "{status}");
-    assert_eq!(
-        std::fs::read(&db).unwrap(),
-        before,
-        "the database is never written"
-    );
-
-    let again = env.json(&["sync", "--json"]);
-    assert_eq!(again["files_unchanged"], 3, "{again}");
-    assert_eq!(again["records_added"], 0);
 
     let hits = env.json(&["search", "uploader retry forever bucket", "--json"]);
     assert_eq!(
@@ -410,4 +424,102 @@ fn opencode_database_is_synced_searched_and_read_over_mcp() {
     env.ok(&["restore", OPENCODE_SESSION, "--out", out.to_str().unwrap()]);
     let copy = std::fs::read_to_string(out.join(OPENCODE_SESSION)).unwrap();
     assert_eq!(copy.lines().count(), 5, "{copy}");
+}
+
+const CURSOR_IDE_SESSION: &str = "4c1e7a52-orchard";
+
+/// Cursor's user dir in the test's home, its global database made by the fixture script.
+fn cursor_ide_home(env: &Env) -> std::path::PathBuf {
+    let home = env.dir.path().join(".config/Cursor/User/globalStorage");
+    std::fs::create_dir_all(&home).unwrap();
+    let db = home.join("state.vscdb");
+    let sql = std::fs::read_to_string(clients().join("cursor-ide/state.sql")).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(&sql)
+        .unwrap();
+    db
+}
+
+#[test]
+fn cursor_ide_database_is_synced_searched_and_read_over_mcp() {
+    let env = Env::new();
+    let db = cursor_ide_home(&env);
+    // One session per conversation with messages; a record per composer row and bubble.
+    first_syncs_of_a_database(
+        &env,
+        &db,
+        [3, 3 + 10, 9],
+        json!([{"source_agent": "cursor-ide", "n": 2}, {"source_agent": "cursor-ide/subagent", "n": 1}]),
+        "cursor-ide 2",
+    );
+
+    let hits = env.json(&["search", "uploader retries 503 backoff", "--json"]);
+    assert_eq!(
+        hits["sessions"][0]["session_id"], CURSOR_IDE_SESSION,
+        "{hits}"
+    );
+    let sub = env.json(&[
+        "search",
+        "where are upload retries configured",
+        "--agent",
+        "cursor-ide",
+        "--json",
+    ]);
+    assert_eq!(
+        sub["sessions"][0]["session_id"], "9d2b61f0-explore",
+        "{sub}"
+    );
+    // The abandoned branch is not read.
+    let old = env.json(&["search", "abandoned first wording", "--json"]);
+    assert_eq!(old["sessions"].as_array().map(Vec::len), Some(0), "{old}");
+
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let page = c
+            .ok("pond_get_session", json!({"id": CURSOR_IDE_SESSION}))
+            .await;
+        for seen in [
+            "The uploader retries forever when the server returns 503",
+            "cargo test upload",
+            "retries_are_capped ... ok",
+            "file is read-only",
+            "capped at five with exponential backoff",
+        ] {
+            assert!(page.contains(seen), "{seen:?} missing from:\n{page}");
+        }
+        let found = c
+            .ok(
+                "pond_search",
+                json!({"query": "borrow checker parse_header", "source_agent": "cursor-ide"}),
+            )
+            .await;
+        assert!(found.contains("1a0b9c8d-legacy"), "{found}");
+        c.service.cancel().await.unwrap();
+    });
+
+    // A new turn between syncs: only it is read (and the composer row, which changed).
+    let w = rusqlite::Connection::open(&db).unwrap();
+    w.execute_batch(&format!(
+        "INSERT INTO cursorDiskKV VALUES ('bubbleId:{CURSOR_IDE_SESSION}:b-o7',
+           '{{\"_v\":3,\"type\":1,\"bubbleId\":\"b-o7\",\"text\":\"now document the retry cap in the operator handbook\"}}');
+         UPDATE cursorDiskKV SET value = json_set(value,
+           '$.fullConversationHeadersOnly[#]', json_object('bubbleId', 'b-o7', 'type', 1),
+           '$.lastUpdatedAt', 1786000500000)
+         WHERE key = 'composerData:{CURSOR_IDE_SESSION}';"
+    ))
+    .unwrap();
+    let grown = env.json(&["sync", "--json"]);
+    assert_eq!(grown["files_appended"], 1, "{grown}");
+    assert_eq!(grown["files_unchanged"], 2, "{grown}");
+    assert_eq!(grown["messages_added"], 1, "{grown}");
+    assert_eq!(grown["records_added"], 2, "{grown}");
+    let hits = env.json(&["search", "operator handbook", "--json"]);
+    assert_eq!(
+        hits["sessions"][0]["session_id"], CURSOR_IDE_SESSION,
+        "{hits}"
+    );
+
+    let err = env.fails(&["restore", CURSOR_IDE_SESSION]);
+    assert!(err.contains("--out"), "{err}");
 }

@@ -6,8 +6,9 @@
 //! ([`Spec::copilot_share`], [`Spec::cursor_share`], [`Spec::gemini_share`]),
 //! `copilot/session-state/<id>/events.jsonl`,
 //! `cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl`,
-//! `gemini/tmp/<project id>/chats/session-*.jsonl` and ([`Spec::opencode_share`]) OpenCode's
-//! database `opencode/opencode.db`, in the clients' own formats: many projects over a year, sessions of lognormal length (mean ~150
+//! `gemini/tmp/<project id>/chats/session-*.jsonl`, ([`Spec::opencode_share`]) OpenCode's
+//! database `opencode/opencode.db` and ([`Spec::cursor_ide_share`]) Cursor's IDE database
+//! `cursor-ide/globalStorage/state.vscdb`, in the clients' own formats: many projects over a year, sessions of lognormal length (mean ~150
 //! messages), prompts and multi-line answers, thinking, tool calls and multi-line results,
 //! bookkeeping rows, replayed uuids. "Messages" counts the rows pond stores as messages,
 //! so a corpus of N messages syncs to N message rows.
@@ -105,6 +106,8 @@ pub struct Spec {
     pub gemini_share: f64,
     /// Share of sessions written by OpenCode, all into one database (0 by default).
     pub opencode_share: f64,
+    /// Share of sessions written by Cursor's IDE, all into one database (0 by default).
+    pub cursor_ide_share: f64,
     /// First possible session start, epoch ms.
     pub start_ms: i64,
     pub days: u64,
@@ -120,6 +123,7 @@ impl Spec {
             cursor_share: 0.0,
             gemini_share: 0.0,
             opencode_share: 0.0,
+            cursor_ide_share: 0.0,
             start_ms: 1_764_547_200_000, // 2025-12-01
             days: 365,
         }
@@ -189,6 +193,7 @@ pub fn generate(root: &Path, spec: &Spec) -> io::Result<Stats> {
         .collect();
     // OpenCode's sessions go into one database, written in one transaction.
     let mut opencode: Option<rusqlite::Connection> = None;
+    let mut cursor_ide: Option<rusqlite::Connection> = None;
     while stats.messages < spec.messages {
         let left = spec.messages - stats.messages;
         let size = ((4.6 + 0.9 * r.normal()).exp() as u64)
@@ -229,12 +234,29 @@ pub fn generate(root: &Path, spec: &Spec) -> io::Result<Stats> {
             };
             opencode_session(db, &mut r, &mut stats, &project, start, size)
                 .map_err(io::Error::other)?;
+        } else if spec.cursor_ide_share > 0.0
+            && r.chance(
+                spec.cursor_ide_share
+                    / (1.0
+                        - spec.codex_share
+                        - spec.copilot_share
+                        - spec.cursor_share
+                        - spec.gemini_share
+                        - spec.opencode_share),
+            )
+        {
+            let db = match &mut cursor_ide {
+                Some(db) => db,
+                None => cursor_ide.insert(cursor_ide_db(root)?),
+            };
+            cursor_ide_session(db, &mut r, &mut stats, &project, start, size)
+                .map_err(io::Error::other)?;
         } else {
             claude_session(root, &mut r, &mut stats, &project, start, size)?;
         }
         stats.sessions += 1;
     }
-    if let Some(db) = opencode {
+    for db in [opencode, cursor_ide].into_iter().flatten() {
         db.execute_batch("COMMIT").map_err(io::Error::other)?;
     }
     Ok(stats)
@@ -338,6 +360,113 @@ fn opencode_session(
     db.prepare_cached("INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) VALUES (?1, 'global', ?2, ?3, ?4, '1.14.2', ?5, ?6)")?
         .execute(rusqlite::params![id, &id[4..12], project, format!("Session in {project}"), start, t])?;
     // pond stores one line per session row and per message.
+    stats.files += 1;
+    stats.messages += written;
+    stats.lines += 1 + written;
+    stats.bytes += bytes;
+    Ok(())
+}
+
+/// `cursor-ide/globalStorage/state.vscdb` under `root`, with Cursor's two key-value tables, a
+/// transaction open.
+fn cursor_ide_db(root: &Path) -> io::Result<rusqlite::Connection> {
+    let dir = root.join("cursor-ide/globalStorage");
+    std::fs::create_dir_all(&dir)?;
+    let db = rusqlite::Connection::open(dir.join("state.vscdb")).map_err(io::Error::other)?;
+    db.execute_batch(
+        "CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
+         CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
+         BEGIN",
+    )
+    .map_err(io::Error::other)?;
+    Ok(db)
+}
+
+/// One conversation of Cursor's IDE: a composer row, and a bubble row per message (prompts;
+/// answers with thinking; tool calls, a tenth of them failing, each a bubble of its own).
+fn cursor_ide_session(
+    db: &rusqlite::Connection,
+    r: &mut Rng,
+    stats: &mut Stats,
+    project: &str,
+    start: i64,
+    size: u64,
+) -> rusqlite::Result<()> {
+    let id = r.uuid();
+    let mut put = db.prepare_cached("INSERT INTO cursorDiskKV VALUES (?1, ?2)")?;
+    let mut headers = Vec::new();
+    let mut bytes = 0u64;
+    let mut t = start;
+    let mut bubble = |r: &mut Rng,
+                      headers: &mut Vec<serde_json::Value>,
+                      mut b: serde_json::Value,
+                      ty: u8,
+                      t: i64| {
+        let bid = r.uuid();
+        b["_v"] = json!(3);
+        b["type"] = json!(ty);
+        b["bubbleId"] = json!(bid);
+        b["createdAt"] = json!(iso(t));
+        let value = b.to_string();
+        bytes += value.len() as u64;
+        headers.push(json!({"bubbleId": bid, "type": ty}));
+        put.execute(rusqlite::params![format!("bubbleId:{id}:{bid}"), value])
+    };
+    let mut written = 0u64;
+    while written < size {
+        t += r.range(5, 600) as i64 * 1000;
+        let text = prompt(r);
+        let uri = format!("file://{project}");
+        bubble(
+            r,
+            &mut headers,
+            json!({"text": text, "richText": "", "modelInfo": {"modelName": "claude-4.5-sonnet"}, "workspaceUris": [uri]}),
+            1,
+            t,
+        )?;
+        written += 1;
+        stats.searchable_messages += 1;
+        for _ in 0..r.range(0, 4) {
+            if written >= size {
+                break;
+            }
+            t += r.range(1, 20) as i64 * 1000;
+            let tool = *r.pick(TOOLS);
+            let failed = r.chance(0.1);
+            let result = if failed {
+                json!({"error": "command failed"})
+            } else {
+                json!({"output": tool_output(r)})
+            };
+            let input = tool_input(r, tool).to_string();
+            let call = format!("toolu_{:016x}", r.next_u64());
+            bubble(
+                r,
+                &mut headers,
+                json!({"text": "", "toolFormerData": {"name": tool.to_lowercase(), "toolCallId": call, "status": if failed { "error" } else { "completed" }, "rawArgs": input, "result": result.to_string()}}),
+                2,
+                t,
+            )?;
+            written += 1;
+        }
+        if written >= size {
+            break;
+        }
+        t += r.range(2, 60) as i64 * 1000;
+        let mut b = json!({"text": answer(r), "codeBlocks": [], "tokenCount": {"inputTokens": 1000, "outputTokens": 200}});
+        if r.chance(0.5) {
+            let mut thought = String::new();
+            sentence(r, &mut thought, 8, 30);
+            b["thinking"] = json!({"text": thought});
+        }
+        bubble(r, &mut headers, b, 2, t)?;
+        written += 1;
+        stats.searchable_messages += 1;
+    }
+    let composer = json!({"_v": 10, "composerId": id, "name": format!("Session in {project}"), "text": "", "richText": "", "createdAt": start, "lastUpdatedAt": t, "status": "completed", "unifiedMode": "agent", "modelConfig": {"modelName": "claude-4.5-sonnet"}, "fullConversationHeadersOnly": headers}).to_string();
+    bytes += composer.len() as u64;
+    put.execute(rusqlite::params![format!("composerData:{id}"), composer])?;
+    // pond stores one line per composer row and per bubble.
     stats.files += 1;
     stats.messages += written;
     stats.lines += 1 + written;

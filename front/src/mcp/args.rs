@@ -69,8 +69,9 @@ pub struct SearchArgs {
     #[serde(default)]
     pub session_id: Option<String>,
     /// `claude-code` (includes its subagents), `claude-code/subagent`, `codex`, `copilot`,
-    /// `cursor`, `gemini` (includes its subagents), `gemini/subagent`, `opencode` (includes
-    /// its subagents) or `opencode/subagent`.
+    /// `cursor`, `cursor-ide` (includes its sub-conversations), `cursor-ide/subagent`,
+    /// `gemini` (includes its subagents), `gemini/subagent`, `opencode` (includes its
+    /// subagents) or `opencode/subagent`.
     #[serde(default)]
     pub source_agent: Option<String>,
     /// `user`, `assistant`, `system` or `tool`.
