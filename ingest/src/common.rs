@@ -37,16 +37,4 @@ impl Common {
             s.updated_at = Some(s.updated_at.map_or(t, |x| x.max(t)));
         }
     }
-
-    /// Start the session of a database's session file (`crate::database`): its id from the
-    /// path until its row says, its parent from discovery. Whether it is a subagent's.
-    pub fn database_session(&mut self, file: &crate::source::SourceFile) -> bool {
-        if self.session.id.is_empty() {
-            self.session.id = file.stem();
-        }
-        if self.session.parent_id.is_none() {
-            self.session.parent_id.clone_from(&file.parent_session);
-        }
-        file.is_subagent || self.session.parent_id.is_some()
-    }
 }

@@ -17,12 +17,19 @@
 //! conversation shows them, each row verbatim. The composer row is stored without the editor
 //! state Cursor rewrites on every keystroke and edit (the draft prompt `text`/`richText`,
 //! `context`, `originalFileStates`, `codeBlockData`) and without the message list (the bubble
-//! lines are the messages): the rest of it each time it changes. Bubbles of a branch the
+//! lines are the messages): the rest of it each time it changes, with the folder of the window
+//! it was opened in when a workspace database beside the global one names it
+//! (`workspaceStorage/<hash>/`: `workspace.json` the folder, its `state.vscdb` the
+//! conversations; the project, else the one a prompt names). Bubbles of a branch the
 //! conversation no longer shows (an edited prompt) are not read. The database keeps no time
 //! per bubble, so a bubble is read again when its row changes (a digest of it); one Cursor
 //! is still writing (named in `generatingBubbleIds`, or the last while the composer is
 //! `generating`) is held back until it is done. Composers with no message (an empty panel
 //! opened) are not sessions.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension};
@@ -32,7 +39,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::common::Common;
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
 use crate::source::{Database, DbSession, RecordParser, Rows, Source, SourceFile, Unit};
-use crate::sqlrow::{push_string, row_json};
+use crate::sqlite::{push_string, row_json};
 use crate::text::{join_search, parse_ts, str_field};
 
 pub const AGENT_CURSOR_IDE: &str = "cursor-ide";
@@ -130,7 +137,7 @@ fn sessions(conn: &Connection) -> rusqlite::Result<Vec<DbSession>> {
         ))
     })?;
     let mut found = Vec::new();
-    let mut parent_of = std::collections::HashMap::new();
+    let mut parent_of = HashMap::new();
     for row in rows {
         let (id, subs, created, messages) = row?;
         let subs: Vec<String> = subs
@@ -247,7 +254,16 @@ fn rows(conn: &Connection, id: &str, _since: i64) -> rusqlite::Result<Rows> {
             units: Vec::new(),
         });
     };
-    let line = format!(r#"{{"db":"cursor","row":{row}}}"#);
+    let mut line = format!(r#"{{"db":"cursor","row":{row}"#);
+    // The folder of the window it was opened in, when a workspace database names it.
+    if let Some(folder) = conn
+        .path()
+        .and_then(|p| workspaces(Path::new(p)).get(id).cloned())
+    {
+        line.push_str(r#","workspace":"#);
+        push_string(&mut line, &folder);
+    }
+    line.push('}');
     // What orders its messages, from the parts of the row not stored.
     let order: Option<String> = conn.query_row(
         "SELECT CASE WHEN json_valid(v) THEN json_object(
@@ -271,7 +287,7 @@ fn rows(conn: &Connection, id: &str, _since: i64) -> rusqlite::Result<Rows> {
     let (lo, hi) = key_range(&format!("{BUBBLE}{id}:"));
     let mut stmt =
         conn.prepare("SELECT key, value FROM cursorDiskKV WHERE key >= ?1 AND key < ?2")?;
-    let mut bubbles = std::collections::HashMap::new();
+    let mut bubbles = HashMap::new();
     let prefix = lo.len();
     for r in stmt.query_map([&lo, &hi], |r| {
         Ok((r.get::<_, String>(0)?, row_json(r, &["value"])?))
@@ -313,6 +329,80 @@ fn rows(conn: &Connection, id: &str, _since: i64) -> rusqlite::Result<Rows> {
     Ok(Rows { session, units })
 }
 
+/// Conversation id to the folder of the window it was opened in.
+type Folders = HashMap<String, String>;
+
+/// The folder each conversation was opened in, from Cursor's workspace databases beside the
+/// global one: `workspaceStorage/<hash>/workspace.json` names the folder (`folder`, or the
+/// `workspace` file's), `<hash>/state.vscdb` lists the conversations of that window
+/// (`ItemTable` `composer.composerData`: `allComposers[].composerId`). Read once per process
+/// (a sync worker) for each global database; a workspace that cannot be read names nothing.
+fn workspaces(global: &Path) -> Arc<Folders> {
+    static SEEN: Mutex<Vec<(PathBuf, Arc<Folders>)>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, m)) = seen.iter().find(|(p, _)| p == global) {
+        return m.clone();
+    }
+    let mut map = HashMap::new();
+    let root = global
+        .parent()
+        .and_then(Path::parent)
+        .map(|u| u.join("workspaceStorage"));
+    for dir in root
+        .and_then(|r| std::fs::read_dir(r).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let dir = dir.path();
+        let Some(folder) = workspace_folder(&dir) else {
+            continue;
+        };
+        for id in workspace_composers(&dir.join("state.vscdb")) {
+            map.entry(id).or_insert_with(|| folder.clone());
+        }
+    }
+    let map = Arc::new(map);
+    seen.push((global.to_path_buf(), map.clone()));
+    map
+}
+
+fn workspace_folder(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("workspace.json")).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    if let Some(f) = v.get("folder").and_then(Value::as_str) {
+        return file_uri_path(f);
+    }
+    // A multi-root workspace: the folder of its `.code-workspace` file.
+    let file = file_uri_path(v.get("workspace")?.as_str()?)?;
+    Path::new(&file)
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+fn workspace_composers(db: &Path) -> Vec<String> {
+    let Ok(conn) = crate::sqlite::open(db) else {
+        return Vec::new();
+    };
+    let value: Option<String> = conn
+        .query_row(
+            "SELECT CAST(value AS TEXT) FROM ItemTable WHERE key = 'composer.composerData'",
+            [],
+            |r| r.get(0),
+        )
+        .ok()
+        .flatten();
+    let Some(v) = value.and_then(|v| serde_json::from_str::<Value>(&v).ok()) else {
+        return Vec::new();
+    };
+    v.get("allComposers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| str_field(c, "composerId"))
+        .collect()
+}
+
 pub struct CursorIdeParser {
     subagent: bool,
 }
@@ -320,7 +410,7 @@ pub struct CursorIdeParser {
 impl CursorIdeParser {
     fn new(file: &SourceFile, common: &mut Common) -> Self {
         CursorIdeParser {
-            subagent: common.database_session(file),
+            subagent: file.start_database_session(common),
         }
     }
 
@@ -491,6 +581,9 @@ impl RecordParser for CursorIdeParser {
                 c.session.id = id.to_owned();
             }
             self.composer(c, value, raw);
+            if let Some(w) = str_field(v, "workspace").filter(|w| !w.is_empty()) {
+                c.session.project = Some(w);
+            }
             Some("composer".into())
         } else if key.starts_with(BUBBLE) {
             if value.get("bubbleId").is_none() {

@@ -290,6 +290,67 @@ fn rows_and_databases_that_cannot_be_read_are_reported_or_kept() {
 }
 
 #[test]
+fn the_window_a_conversation_was_opened_in_is_its_project() {
+    let (d, _db) = home();
+    // Cursor's workspace databases: one names the legacy conversation's folder (a path with
+    // a space), one is not a database, one has no workspace.json; none is read as sessions.
+    let ws = d.path().join("workspaceStorage");
+    for (hash, folder, composers) in [
+        (
+            "a1b2",
+            Some(r#"{"folder":"file:///home/dev/http%20parser"}"#),
+            "1a0b9c8d-legacy",
+        ),
+        (
+            "c3d4",
+            Some(r#"{"folder":"file:///home/dev/other"}"#),
+            "garbage",
+        ),
+        ("e5f6", None, "4c1e7a52-orchard"),
+    ] {
+        std::fs::create_dir_all(ws.join(hash)).unwrap();
+        if let Some(f) = folder {
+            std::fs::write(ws.join(hash).join("workspace.json"), f).unwrap();
+        }
+        let db = ws.join(hash).join("state.vscdb");
+        if composers == "garbage" {
+            std::fs::write(&db, "not SQLite").unwrap();
+            continue;
+        }
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);",
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO ItemTable VALUES ('composer.composerData', ?1)",
+            [format!(
+                r#"{{"allComposers":[{{"composerId":"{composers}"}}]}}"#
+            )],
+        )
+        .unwrap();
+    }
+    let files = sessions(d.path());
+    assert_eq!(files.len(), 3);
+    let project = |id: &str| {
+        let f = files.iter().find(|f| f.stem() == id).unwrap();
+        read_file(f, None)
+            .batch
+            .sessions
+            .last()
+            .unwrap()
+            .project
+            .clone()
+    };
+    assert_eq!(
+        project("1a0b9c8d-legacy").as_deref(),
+        Some("/home/dev/http parser")
+    );
+    // No folder named for it: the one its prompt names.
+    assert_eq!(project(ORCHARD).as_deref(), Some("/home/dev/orchard app"));
+}
+
+#[test]
 fn a_user_dir_is_found_by_a_walk_of_any_folder() {
     let (d, db) = home();
     let found = discover_all(d.path(), None);

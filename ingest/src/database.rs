@@ -18,39 +18,17 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
 
 use crate::cursor::{FileCursor, RowCursor};
 use crate::model::Skip;
 use crate::outcome::{failed, ReadMode, ReadOutcome};
 use crate::pass::Pass;
 use crate::source::{Database, SourceFile, SourceKind, Unit};
+use crate::sqlite::{open, unreadable};
 
 /// An incomplete message that has not changed for this long is read as it is.
 pub const STALE_MS: i64 = 30 * 60 * 1000;
-
-/// How long a read waits for a client's write lock before it gives up on the session (it is
-/// read again on the next sync).
-const BUSY: Duration = Duration::from_secs(5);
-
-/// Open a database for reading only, waiting up to [`BUSY`] for a writer's lock.
-pub(crate) fn open(path: &Path) -> Result<Connection, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open database: {e}"))?;
-    if !meta.is_file() {
-        return Err("cannot open database: not a regular file".into());
-    }
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| format!("cannot open database: {e}"))?;
-    conn.busy_timeout(BUSY).map_err(unreadable)?;
-    Ok(conn)
-}
-
-fn unreadable(e: rusqlite::Error) -> String {
-    format!("cannot read database: {e}")
-}
 
 /// A session id that can name a path under the database's (one component, not `.`/`..`).
 fn usable_id(id: &str) -> bool {

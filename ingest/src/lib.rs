@@ -37,7 +37,7 @@ pub mod paths;
 pub mod reader;
 pub mod source;
 pub mod sources;
-mod sqlrow;
+mod sqlite;
 #[cfg(test)]
 mod tests;
 mod text;

@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::common::Common;
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
 use crate::source::{Database, DbSession, RecordParser, Rows, Source, SourceFile, Unit};
-use crate::sqlrow::{push_string, row_json};
+use crate::sqlite::{push_string, row_json};
 use crate::text::{join_search, str_field};
 
 pub const AGENT_OPENCODE: &str = "opencode";
@@ -198,7 +198,7 @@ pub struct OpenCodeParser {
 impl OpenCodeParser {
     fn new(file: &SourceFile, common: &mut Common) -> Self {
         OpenCodeParser {
-            subagent: common.database_session(file),
+            subagent: file.start_database_session(common),
         }
     }
 

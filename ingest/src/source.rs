@@ -32,6 +32,19 @@ impl SourceFile {
             .map(crate::paths::os_key)
             .unwrap_or_default()
     }
+
+    /// Start the session of a database's session file (`crate::database`) in `c`: its id
+    /// from the path until its row says, its parent from discovery. Whether it is a
+    /// subagent's.
+    pub(crate) fn start_database_session(&self, c: &mut Common) -> bool {
+        if c.session.id.is_empty() {
+            c.session.id = self.stem();
+        }
+        if c.session.parent_id.is_none() {
+            c.session.parent_id.clone_from(&self.parent_session);
+        }
+        self.is_subagent || c.session.parent_id.is_some()
+    }
 }
 
 /// One client: who it is, where its sessions are, how its records are read.

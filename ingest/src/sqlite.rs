@@ -1,7 +1,33 @@
-//! A SQLite row as one JSON object, for the clients that keep their sessions in a database
-//! (`crate::database`): every column as the client wrote it.
+//! SQLite for the clients that keep their sessions in a database (`crate::database`): opened
+//! for reading only while the client may hold it, and a row as one JSON object, every column
+//! as the client wrote it.
+
+use std::path::Path;
+use std::time::Duration;
 
 use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+
+/// How long a read waits for a client's write lock before it gives up on the session (it is
+/// read again on the next sync).
+const BUSY: Duration = Duration::from_secs(5);
+
+/// Open a database for reading only, waiting up to [`BUSY`] for a writer's lock.
+pub(crate) fn open(path: &Path) -> Result<Connection, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open database: {e}"))?;
+    if !meta.is_file() {
+        return Err("cannot open database: not a regular file".into());
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| format!("cannot open database: {e}"))?;
+    conn.busy_timeout(BUSY).map_err(unreadable)?;
+    Ok(conn)
+}
+
+pub(crate) fn unreadable(e: rusqlite::Error) -> String {
+    format!("cannot read database: {e}")
+}
 
 /// One row as a JSON object, column by column: numbers as numbers, the columns named in
 /// `json` as the JSON they hold (verbatim) when they hold an object or array, other text as
