@@ -193,7 +193,8 @@ pub(crate) enum Command {
         session: Option<String>,
         /// claude-code (includes subagents), claude-code/subagent, codex, copilot, cursor,
         /// cursor-ide (includes sub-conversations), cursor-ide/subagent, gemini (includes
-        /// subagents), gemini/subagent, opencode (includes subagents) or opencode/subagent
+        /// subagents), gemini/subagent, opencode (includes subagents), opencode/subagent or
+        /// vscode-copilot
         #[arg(long)]
         agent: Option<String>,
         /// user, assistant, system or tool

@@ -28,6 +28,7 @@ pub static SOURCE: Source = Source {
     sniff,
     parser: |file, common| Box::new(ClaudeParser::new(file, common)),
     database: None,
+    replayed: false,
 };
 
 /// Claude Code's message links (`uuid`, `parentUuid`, `leafUuid`), or a typed record of a
@@ -127,19 +128,7 @@ impl ClaudeParser {
         } else {
             Origin::Own
         };
-        MessageRow {
-            session_id: c.session.id.clone(),
-            id,
-            timestamp: ts,
-            role,
-            source_agent: self.source_agent().to_owned(),
-            project: c.session.project.clone(),
-            search_text: None,
-            model: None,
-            source_path: c.path.clone(),
-            source_line: line_no,
-            origin,
-        }
+        c.message(id, ts, role, self.source_agent(), line_no, origin)
     }
 
     fn system(&self, c: &Common, line_no: u64, ts: i64, v: &Value, out: &mut FileBatch) {

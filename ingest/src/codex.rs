@@ -31,6 +31,7 @@ pub static SOURCE: Source = Source {
     sniff,
     parser: |file, common| Box::new(CodexParser::new(file, common)),
     database: None,
+    replayed: false,
 };
 
 /// A current envelope (`{type, payload}`), or a legacy header (`{id, instructions|git}`).
@@ -153,20 +154,9 @@ impl CodexParser {
     }
 
     fn new_message(&self, c: &Common, line_no: u64, ts: i64, role: Role) -> MessageRow {
-        MessageRow {
-            session_id: c.session.id.clone(),
-            id: format!("{}:{line_no}", c.session.id),
-            timestamp: ts,
-            role,
-            source_agent: AGENT_CODEX.to_owned(),
-            project: c.session.project.clone(),
-            search_text: None,
-            model: None,
-            source_path: c.path.clone(),
-            source_line: line_no,
-            // Ids are `<session>:<line>`: no other session holds them.
-            origin: Origin::Own,
-        }
+        let id = format!("{}:{line_no}", c.session.id);
+        // Ids are `<session>:<line>`: no other session holds them.
+        c.message(id, ts, role, AGENT_CODEX, line_no, Origin::Own)
     }
 
     fn item(&mut self, c: &Common, line_no: u64, ts: i64, p: &Value, out: &mut FileBatch) {

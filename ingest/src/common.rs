@@ -1,6 +1,6 @@
 //! What both parsers keep for one pass over one file: its session row and clock.
 
-use crate::model::SessionRow;
+use crate::model::{MessageRow, Origin, Role, SessionRow};
 
 /// Lines longer than this are skipped (with a reason), never buffered whole.
 pub const MAX_LINE_BYTES: usize = 32 << 20;
@@ -35,6 +35,32 @@ impl Common {
         }
         if let Some(t) = updated.or(created) {
             s.updated_at = Some(s.updated_at.map_or(t, |x| x.max(t)));
+        }
+    }
+
+    /// A message of the pass's session from line `line_no` of its file: in the session's
+    /// project, nothing said yet (`search_text`), no model.
+    pub fn message(
+        &self,
+        id: String,
+        timestamp: i64,
+        role: Role,
+        source_agent: &str,
+        line_no: u64,
+        origin: Origin,
+    ) -> MessageRow {
+        MessageRow {
+            session_id: self.session.id.clone(),
+            id,
+            timestamp,
+            role,
+            source_agent: source_agent.to_owned(),
+            project: self.session.project.clone(),
+            search_text: None,
+            model: None,
+            source_path: self.path.clone(),
+            source_line: line_no,
+            origin,
         }
     }
 }

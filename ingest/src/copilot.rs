@@ -40,6 +40,7 @@ pub static SOURCE: Source = Source {
     sniff,
     parser: |file, common| Box::new(CopilotParser::new(file, common)),
     database: None,
+    replayed: false,
 };
 
 /// An event envelope: a dotted `type` (`session.start`, `user.message`) and a `data` object.
@@ -111,22 +112,11 @@ impl CopilotParser {
     }
 
     fn message(&self, c: &Common, line_no: u64, ts: i64, v: &Value, role: Role) -> MessageRow {
-        MessageRow {
-            session_id: c.session.id.clone(),
-            id: str_field(v, "id")
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| format!("{}:{line_no}", c.session.id)),
-            timestamp: ts,
-            role,
-            source_agent: AGENT_COPILOT.to_owned(),
-            project: c.session.project.clone(),
-            search_text: None,
-            model: None,
-            source_path: c.path.clone(),
-            source_line: line_no,
-            // Event ids are uuids written once: no other session replays them.
-            origin: Origin::Own,
-        }
+        let id = str_field(v, "id")
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| format!("{}:{line_no}", c.session.id));
+        // Event ids are uuids written once: no other session replays them.
+        c.message(id, ts, role, AGENT_COPILOT, line_no, Origin::Own)
     }
 
     fn start(&mut self, c: &mut Common, d: &Value, raw: &str) {

@@ -47,6 +47,7 @@ pub static SOURCE: Source = Source {
     sniff,
     parser: |file, common| Box::new(CursorParser::new(file, common)),
     database: None,
+    replayed: false,
 };
 
 /// `{role, message}` with no `type`, `uuid` or `sessionId` (Claude Code's lines have them).
@@ -117,20 +118,9 @@ impl CursorParser {
     }
 
     fn message_row(&self, c: &Common, line_no: u64, ts: i64, role: Role) -> MessageRow {
-        MessageRow {
-            session_id: c.session.id.clone(),
-            id: format!("{}:{line_no}", c.session.id),
-            timestamp: ts,
-            role,
-            source_agent: AGENT_CURSOR.to_owned(),
-            project: c.session.project.clone(),
-            search_text: None,
-            model: None,
-            source_path: c.path.clone(),
-            source_line: line_no,
-            // Ids are `<session>:<line>`: no other session holds them.
-            origin: Origin::Own,
-        }
+        let id = format!("{}:{line_no}", c.session.id);
+        // Ids are `<session>:<line>`: no other session holds them.
+        c.message(id, ts, role, AGENT_CURSOR, line_no, Origin::Own)
     }
 
     fn message(&mut self, c: &mut Common, line_no: u64, v: &Value, out: &mut FileBatch) {

@@ -62,6 +62,7 @@ pub static SOURCE: Source = Source {
     sniff,
     parser: |file, common| Box::new(CursorIdeParser::new(file, common)),
     database: Some(&DATABASE),
+    replayed: false,
 };
 
 static DATABASE: Database = Database {
@@ -355,7 +356,7 @@ fn workspaces(global: &Path) -> Arc<Folders> {
         .flatten()
     {
         let dir = dir.path();
-        let Some(folder) = workspace_folder(&dir) else {
+        let Some(folder) = crate::paths::workspace_folder(&dir) else {
             continue;
         };
         for id in workspace_composers(&dir.join("state.vscdb")) {
@@ -365,19 +366,6 @@ fn workspaces(global: &Path) -> Arc<Folders> {
     let map = Arc::new(map);
     seen.push((global.to_path_buf(), map.clone()));
     map
-}
-
-fn workspace_folder(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("workspace.json")).ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
-    if let Some(f) = v.get("folder").and_then(Value::as_str) {
-        return file_uri_path(f);
-    }
-    // A multi-root workspace: the folder of its `.code-workspace` file.
-    let file = file_uri_path(v.get("workspace")?.as_str()?)?;
-    Path::new(&file)
-        .parent()
-        .map(|p| p.to_string_lossy().into_owned())
 }
 
 fn workspace_composers(db: &Path) -> Vec<String> {
@@ -442,22 +430,13 @@ impl CursorIdeParser {
         let created = ms(b, "createdAt").or(ms(b, "timestamp"));
         let ts = c.touch(created);
         let m = MessageRow {
-            session_id: c.session.id.clone(),
-            id,
-            timestamp: ts,
-            role,
-            source_agent: self.source_agent().to_owned(),
-            project: c.session.project.clone(),
-            search_text: None,
             model: b
                 .pointer("/modelInfo/modelName")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
                 .map(str::to_owned),
-            source_path: c.path.clone(),
-            source_line: line_no,
             // Ids are Cursor's own, one row per bubble.
-            origin: Origin::Own,
+            ..c.message(id, ts, role, self.source_agent(), line_no, Origin::Own)
         };
         let mut parts = Vec::new();
         let mut said = Vec::new();
@@ -530,31 +509,7 @@ fn project(b: &Value) -> Option<String> {
         .and_then(Value::as_array)?
         .iter()
         .filter_map(Value::as_str)
-        .find_map(file_uri_path)
-}
-
-/// The path of a `file://` URI, percent-decoded (`None`: another scheme, or not UTF-8).
-fn file_uri_path(uri: &str) -> Option<String> {
-    let rest = uri.strip_prefix("file://")?;
-    // `file://host/path`: the path starts at the first `/`.
-    let path = &rest[rest.find('/')?..];
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                out.push((hex(h)? * 16 + hex(l)?) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok().filter(|p| !p.is_empty())
+        .find_map(crate::paths::file_uri_path)
 }
 
 impl RecordParser for CursorIdeParser {
@@ -605,20 +560,6 @@ impl RecordParser for CursorIdeParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_uris_are_paths() {
-        assert_eq!(
-            file_uri_path("file:///home/a/my%20proj").as_deref(),
-            Some("/home/a/my proj")
-        );
-        assert_eq!(
-            file_uri_path("file://host/srv/x").as_deref(),
-            Some("/srv/x")
-        );
-        assert_eq!(file_uri_path("vscode-remote://ssh/x"), None);
-        assert_eq!(file_uri_path("file:///bad%zz").as_deref(), Some("/bad%zz"));
-    }
 
     #[test]
     fn key_ranges_cover_a_prefix() {

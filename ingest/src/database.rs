@@ -19,7 +19,6 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-
 use crate::cursor::{FileCursor, RowCursor};
 use crate::model::Skip;
 use crate::outcome::{failed, ReadMode, ReadOutcome};

@@ -16,8 +16,9 @@ use crate::source::SourceKind;
 
 const NOT_TRANSCRIPTS: &[&str] = &["history.jsonl", "session_index.jsonl"];
 
-/// Every `.jsonl` under `root` (links not followed), minus prompt indexes, and every file
-/// named as a client's database is (`opencode.db`, `state.vscdb`); a folder that cannot be read is noted in
+/// Every `.jsonl` under `root` (links not followed), minus prompt indexes, every file
+/// named as a client's database is (`opencode.db`, `state.vscdb`) and every file of a
+/// replayed client (VS Code's chat sessions, `.json` among them); a folder that cannot be read is noted in
 /// `unreadable` (a skip at line 0 with the OS's reason), never passed over in silence.
 fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -50,13 +51,22 @@ fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
                         .file_name()
                         .and_then(|n| n.to_str())
                         .is_some_and(|n| NOT_TRANSCRIPTS.contains(&n)))
-                    || database_of(&path, None).is_some())
+                    || database_of(&path, None).is_some()
+                    || replayed_of(&path).is_some())
             {
                 out.push(path);
             }
         }
     }
     out
+}
+
+/// The replayed client (`Source::replayed`) whose session file `path` is, by where it is.
+fn replayed_of(path: &Path) -> Option<SourceKind> {
+    crate::sources::SOURCES
+        .iter()
+        .copied()
+        .find(|s| s.replayed && (s.transcript)(path))
 }
 
 fn folder_skip(dir: &Path, e: &std::io::Error) -> Skip {
@@ -185,14 +195,19 @@ pub fn discover_all(dir: &Path, kind: Option<SourceKind>) -> Discovered {
             .filter(|p| match kind {
                 // Any folder: transcripts, and the databases found in it.
                 None => true,
-                Some(k) => p.extension().is_some_and(|e| e == "jsonl") && (k.transcript)(p),
+                Some(k) => {
+                    (k.replayed || p.extension().is_some_and(|e| e == "jsonl")) && (k.transcript)(p)
+                }
             })
             .collect()
     };
     for path in paths {
         match database_of(&path, kind) {
             Some(k) => add_database(&mut found, &path, k),
-            None => found.files.push(classify(path, kind)),
+            None => {
+                let kind = kind.or_else(|| replayed_of(&path));
+                found.files.push(classify(path, kind))
+            }
         }
     }
     found.files.sort_by(|a, b| {

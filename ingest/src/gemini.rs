@@ -42,6 +42,7 @@ pub static SOURCE: Source = Source {
     sniff,
     parser: |file, common| Box::new(GeminiParser::new(file, common)),
     database: None,
+    replayed: false,
 };
 
 /// The metadata line (`sessionId` with `projectHash`), or a message record of Gemini's
@@ -158,18 +159,9 @@ impl GeminiParser {
             _ => Role::System,
         };
         let mut m = MessageRow {
-            session_id: c.session.id.clone(),
-            id,
-            timestamp: ts,
-            role,
-            source_agent: self.source_agent().to_owned(),
-            project: c.session.project.clone(),
-            search_text: None,
             model: str_field(v, "model"),
-            source_path: c.path.clone(),
-            source_line: line_no,
             // Ids are the client's uuids, written in this session's file only.
-            origin: Origin::Own,
+            ..c.message(id, ts, role, self.source_agent(), line_no, Origin::Own)
         };
         let mut parts = Vec::new();
         if role == Role::Assistant {

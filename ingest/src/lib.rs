@@ -41,6 +41,9 @@ mod sqlite;
 #[cfg(test)]
 mod tests;
 mod text;
+pub mod vscode_copilot;
+#[cfg(test)]
+mod vscode_copilot_tests;
 
 pub use discover::{discover, discover_all, Discovered, SourceFile};
 pub use model::{FileBatch, MessageRow, Origin, PartRow, RecordRow, Role, SessionRow, Skip};

@@ -43,6 +43,7 @@ pub static SOURCE: Source = Source {
     sniff,
     parser: |file, common| Box::new(OpenCodeParser::new(file, common)),
     database: Some(&DATABASE),
+    replayed: false,
 };
 
 static DATABASE: Database = Database {
@@ -263,18 +264,9 @@ impl OpenCodeParser {
                 .map(str::to_owned)
         });
         let m = MessageRow {
-            session_id: c.session.id.clone(),
-            id,
-            timestamp: ts,
-            role,
-            source_agent: self.source_agent().to_owned(),
-            project: c.session.project.clone(),
-            search_text: None,
             model,
-            source_path: c.path.clone(),
-            source_line: line_no,
             // Ids are OpenCode's own, one row per message.
-            origin: Origin::Own,
+            ..c.message(id, ts, role, self.source_agent(), line_no, Origin::Own)
         };
         let mut parts = Vec::new();
         let mut said = Vec::new();

@@ -175,6 +175,9 @@ impl<'a> Pass<'a> {
     }
 
     pub(crate) fn finish(mut self, cursor: &mut FileCursor) -> FileBatch {
+        if let Some(p) = &mut self.parser {
+            p.records.finish(&mut self.common, &mut self.batch);
+        }
         self.name_late_results();
         cursor.format = self.parser.as_ref().map(|p| p.kind.name.to_owned());
         let source_agent = self

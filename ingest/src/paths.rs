@@ -47,6 +47,46 @@ pub fn key_path(k: &str) -> PathBuf {
     }
 }
 
+/// The path of a `file://` URI, percent-decoded (`None`: another scheme, or not UTF-8).
+pub(crate) fn file_uri_path(uri: &str) -> Option<String> {
+    let rest = uri.strip_prefix("file://")?;
+    // `file://host/path`: the path starts at the first `/`.
+    let path = &rest[rest.find('/')?..];
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h)? * 16 + hex(l)?) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok().filter(|p| !p.is_empty())
+}
+
+/// The folder a VS Code window (or a fork's: Cursor) was opened on, from its workspace
+/// storage folder's `workspace.json`: `folder`, or for a multi-root workspace the folder of
+/// its `.code-workspace` file.
+pub(crate) fn workspace_folder(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("workspace.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    if let Some(f) = v.get("folder").and_then(serde_json::Value::as_str) {
+        return file_uri_path(f);
+    }
+    // A multi-root workspace: the folder of its `.code-workspace` file.
+    let file = file_uri_path(v.get("workspace")?.as_str()?)?;
+    Path::new(&file)
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +100,19 @@ mod tests {
             assert_eq!(key_path(&path_key(&p)), p);
         }
         assert_eq!(path_key(Path::new("/x/y")), "/x/y");
+    }
+
+    #[test]
+    fn file_uris_are_paths() {
+        assert_eq!(
+            file_uri_path("file:///home/a/my%20proj").as_deref(),
+            Some("/home/a/my proj")
+        );
+        assert_eq!(
+            file_uri_path("file://host/srv/x").as_deref(),
+            Some("/srv/x")
+        );
+        assert_eq!(file_uri_path("vscode-remote://ssh/x"), None);
+        assert_eq!(file_uri_path("file:///bad%zz").as_deref(), Some("/bad%zz"));
     }
 }

@@ -75,6 +75,8 @@ pub fn read_file_part(file: &SourceFile, prev: Option<&FileCursor>, budget: u64)
         // A session in a database (its path is under the database file's). A file of the
         // lines such a read makes (a restored copy) is read as lines.
         Some(db) if !file.path.is_file() => crate::database::read(file, db, prev),
+        // A replayed file's session is what the whole file says: never read in parts.
+        _ if file.kind.is_some_and(|k| k.replayed) => read_file_unguarded(file, prev, u64::MAX),
         _ => read_file_unguarded(file, prev, budget),
     });
     std::panic::catch_unwind(read).unwrap_or_else(|_| {
@@ -114,9 +116,11 @@ fn read_file_unguarded(file: &SourceFile, prev: Option<&FileCursor>, budget: u64
             };
         }
     }
-    // Resume only if the bytes we already consumed are still there, unchanged.
+    let replayed = file.kind.is_some_and(|k| k.replayed);
+    // Resume only if the bytes we already consumed are still there, unchanged (a replayed
+    // file is read again from the start: the store keeps only the lines it has not seen).
     let (mode, mut cursor) = match prev {
-        Some(p) if still_holds(&f, size, p) => {
+        Some(p) if !replayed && still_holds(&f, size, p) => {
             let mode = if p.partial {
                 ReadMode::Continued
             } else {
@@ -151,42 +155,68 @@ fn read_file_unguarded(file: &SourceFile, prev: Option<&FileCursor>, budget: u64
     let start = cursor.offset;
     let mut buf = Vec::new();
     let mut lines_read = 0;
-    loop {
-        if cursor.offset - start >= budget {
-            cursor.partial = true;
-            break;
+    let document = replayed && file.path.extension().is_some_and(|e| e == "json");
+    if document {
+        // One JSON document (not lines): one record, the file as it is.
+        match read_document(&mut reader, &mut buf) {
+            Ok(consumed) if consumed > MAX_LINE_BYTES as u64 => pass.skip(
+                1,
+                format!(
+                    "document too large: {consumed} bytes, over the {MAX_LINE_BYTES}-byte limit"
+                ),
+            ),
+            Ok(_) if !is_json_object(&buf) => pass.skip(
+                1,
+                "not a whole JSON document (being written?); read again when it changes".into(),
+            ),
+            Ok(consumed) => {
+                (cursor.offset, cursor.line, lines_read) = (consumed, 1, 1);
+                // Stored as a line is: without its last newline.
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                }
+                pass.line(1, 0, &buf, consumed as usize);
+            }
+            Err(e) => pass.skip(1, format!("read error: {e}; read again on the next sync")),
         }
-        let line_start = cursor.offset;
-        let line_no = cursor.line + 1;
-        let read = match read_bounded_line(&mut reader, &mut buf) {
-            Ok(r) => r,
-            Err(e) => {
-                pass.skip(
-                    line_no,
-                    format!("read error: {e}; rest of file left for next sync"),
-                );
+    } else {
+        loop {
+            if cursor.offset - start >= budget {
+                cursor.partial = true;
                 break;
             }
-        };
-        let Some(LineRead { consumed, complete }) = read else {
-            break;
-        };
-        if !complete && buf.len() <= MAX_LINE_BYTES {
-            // A last line with no newline: a writer may still be appending it. Keep it if
-            // it is already a whole JSON object, otherwise leave it for the next sync.
-            if !is_json_object(&buf) {
-                pass.skip(
-                    line_no,
-                    "incomplete last line (no newline yet); read again on the next sync".into(),
-                );
+            let line_start = cursor.offset;
+            let line_no = cursor.line + 1;
+            let read = match read_bounded_line(&mut reader, &mut buf) {
+                Ok(r) => r,
+                Err(e) => {
+                    pass.skip(
+                        line_no,
+                        format!("read error: {e}; rest of file left for next sync"),
+                    );
+                    break;
+                }
+            };
+            let Some(LineRead { consumed, complete }) = read else {
                 break;
+            };
+            if !complete && buf.len() <= MAX_LINE_BYTES {
+                // A last line with no newline: a writer may still be appending it. Keep it if
+                // it is already a whole JSON object, otherwise leave it for the next sync.
+                if !is_json_object(&buf) {
+                    pass.skip(
+                        line_no,
+                        "incomplete last line (no newline yet); read again on the next sync".into(),
+                    );
+                    break;
+                }
+                cursor.open_line = true;
             }
-            cursor.open_line = true;
+            cursor.offset += consumed as u64;
+            cursor.line = line_no;
+            lines_read += 1;
+            pass.line(line_no, line_start, &buf, consumed);
         }
-        cursor.offset += consumed as u64;
-        cursor.line = line_no;
-        lines_read += 1;
-        pass.line(line_no, line_start, &buf, consumed);
     }
     // The head and the tail of what was consumed identify the file next time.
     let head_len = cursor.offset.min(HEAD_BYTES);
@@ -208,6 +238,17 @@ fn read_file_unguarded(file: &SourceFile, prev: Option<&FileCursor>, budget: u64
         cursor,
         lines_read,
     }
+}
+
+/// Read a whole document into `buf`, keeping at most [`MAX_LINE_BYTES`] + 1 bytes of it;
+/// returns the bytes consumed.
+fn read_document<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> std::io::Result<u64> {
+    buf.clear();
+    let kept = r
+        .by_ref()
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_to_end(buf)? as u64;
+    Ok(kept + std::io::copy(r, &mut std::io::sink())?)
 }
 
 /// Whether `bytes` are one whole JSON object (checked without building it).

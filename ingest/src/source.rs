@@ -75,6 +75,10 @@ pub struct Source {
     /// For a client that keeps its sessions in a database rather than in JSONL files: the
     /// database, whose sessions are read one at a time as if each were a file.
     pub database: Option<&'static Database>,
+    /// Whether a session is what its whole file says, not what its lines add up to (a log of
+    /// changes to one document, or the document itself): a changed file is read again from
+    /// its first line, in one part, and a `.json` file is one record, the document.
+    pub(crate) replayed: bool,
 }
 
 /// A client's database (SQLite) of sessions. Each session is a [`SourceFile`] whose path
@@ -162,6 +166,9 @@ pub(crate) trait RecordParser: Send {
 
     /// The `source_agent` of the file's session.
     fn source_agent(&self) -> &'static str;
+
+    /// After the pass's last record: push the rows that only the whole file makes.
+    fn finish(&mut self, _c: &mut Common, _out: &mut FileBatch) {}
 }
 
 impl Source {

@@ -20,6 +20,7 @@ pub static SOURCES: &[SourceKind] = &[
     CURSOR_IDE,
     GEMINI,
     OPENCODE,
+    VSCODE_COPILOT,
 ];
 
 /// The clients by name, for the code that must name one.
@@ -30,6 +31,7 @@ pub static CURSOR: SourceKind = &crate::cursor_agent::SOURCE;
 pub static CURSOR_IDE: SourceKind = &crate::cursor_ide::SOURCE;
 pub static GEMINI: SourceKind = &crate::gemini::SOURCE;
 pub static OPENCODE: SourceKind = &crate::opencode::SOURCE;
+pub static VSCODE_COPILOT: SourceKind = &crate::vscode_copilot::SOURCE;
 
 impl Source {
     /// The client a name (or alias) names.

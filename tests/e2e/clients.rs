@@ -523,3 +523,85 @@ fn cursor_ide_database_is_synced_searched_and_read_over_mcp() {
     let err = env.fails(&["restore", CURSOR_IDE_SESSION]);
     assert!(err.contains("--out"), "{err}");
 }
+
+const VSCODE_SESSION: &str = "7d3b9a52-1c4e-4f6a-9b1d-2e8f0c7a5d41";
+
+#[test]
+fn vscode_copilot_chats_are_synced_searched_and_read_over_mcp() {
+    let env = Env::new();
+    let user = env.dir.path().join(".config/Code/User");
+    copy_dir(&clients().join("vscode-copilot/User"), &user);
+    let r = env.json(&["sync", "--json"]);
+    assert_eq!(r["files_new"], 2, "a change log and a snapshot: {r}");
+    assert_eq!(r["skipped"], 0, "{r}");
+    let status = env.ok(&["status"]);
+    assert!(
+        status.contains("sessions by source: vscode-copilot 2"),
+        "{status}"
+    );
+    let hits = env.json(&[
+        "search",
+        "anemometer night",
+        "--agent",
+        "copilot-chat",
+        "--json",
+    ]);
+    assert_eq!(hits["sessions"][0]["session_id"], VSCODE_SESSION, "{hits}");
+    let project = env.json(&[
+        "search",
+        "debounce",
+        "--project",
+        "weather station",
+        "--json",
+    ]);
+    assert_eq!(
+        project["sessions"][0]["session_id"], VSCODE_SESSION,
+        "{project}"
+    );
+    let snapshot = env.json(&["search", "hectopascals mercury", "--json"]);
+    assert_eq!(
+        snapshot["sessions"][0]["session_id"], "c4e8f1a0-5b2d-4e7c-8a9f-3d6b1e0c2f75",
+        "{snapshot}"
+    );
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let page = c
+            .ok("pond_get_session", json!({"id": VSCODE_SESSION}))
+            .await;
+        for seen in [
+            "Why does the anemometer read 200 km/h at night?",
+            "set `DEBOUNCE_MS` to 15",
+            "make test",
+            "wind_test: 3 passed",
+        ] {
+            assert!(page.contains(seen), "{seen:?} missing from:\n{page}");
+        }
+        // The turn still being answered waits until it is over.
+        assert!(!page.contains("rain gauge"), "{page}");
+        c.service.cancel().await.unwrap();
+    });
+
+    // The answer completes: the log grows, the file is read again, only the new is stored.
+    let log = user.join(format!(
+        "workspaceStorage/5f2c1e8a9b/chatSessions/{VSCODE_SESSION}.jsonl"
+    ));
+    let records = env.count("records");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str(
+        &[
+            json!({"kind":2,"k":["requests",2,"response"],"v":[{"value":" bucket: each tip is 0.2 mm."}]}),
+            json!({"kind":1,"k":["requests",2,"result"],"v":{"timings":{"totalElapsed":3000}}}),
+        ]
+        .map(|l| format!("{l}\n"))
+        .concat(),
+    );
+    std::fs::write(&log, text).unwrap();
+    let r = env.json(&["sync", "--json"]);
+    assert_eq!(r["files_rewritten"], 1, "{r}");
+    assert_eq!(r["messages_added"], 2, "{r}");
+    assert_eq!(env.count("records"), records + 2, "{r}");
+    let rain = env.json(&["search", "rain gauge tipping bucket", "--json"]);
+    assert_eq!(rain["sessions"][0]["session_id"], VSCODE_SESSION, "{rain}");
+    let again = env.json(&["sync", "--json"]);
+    assert_eq!(again["messages_added"], 0, "{again}");
+}

@@ -71,7 +71,7 @@ pub struct SearchArgs {
     /// `claude-code` (includes its subagents), `claude-code/subagent`, `codex`, `copilot`,
     /// `cursor`, `cursor-ide` (includes its sub-conversations), `cursor-ide/subagent`,
     /// `gemini` (includes its subagents), `gemini/subagent`, `opencode` (includes its
-    /// subagents) or `opencode/subagent`.
+    /// subagents), `opencode/subagent` or `vscode-copilot` (VS Code's Copilot Chat).
     #[serde(default)]
     pub source_agent: Option<String>,
     /// `user`, `assistant`, `system` or `tool`.
