@@ -98,6 +98,7 @@ fn main() {
                 "cursor-ide",
                 "gemini",
                 "opencode",
+                "vscode-copilot",
             ] {
                 let (corpus, _) = work::client_corpus(client, messages).expect("corpus");
                 bench(client, &corpus, &mut figures).await;

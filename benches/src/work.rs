@@ -100,7 +100,7 @@ pub fn corpus_arg() -> PathBuf {
 }
 
 /// A generated corpus of one client's sessions only (`claude-code`, `codex`, `copilot`,
-/// `cursor`, `cursor-ide`, `gemini` or `opencode`),
+/// `cursor`, `cursor-ide`, `gemini`, `opencode` or `vscode-copilot`),
 /// `messages` messages, seed 1, written once and reused.
 pub fn client_corpus(client: &str, messages: u64) -> std::io::Result<(PathBuf, Option<Stats>)> {
     let base = Spec::new(messages, 1);
@@ -138,8 +138,13 @@ pub fn client_corpus(client: &str, messages: u64) -> std::io::Result<(PathBuf, O
             cursor_ide_share: 1.0,
             ..base
         },
+        "vscode-copilot" => Spec {
+            codex_share: 0.0,
+            vscode_copilot_share: 1.0,
+            ..base
+        },
         other => panic!(
-            "the generator writes claude-code, codex, copilot, cursor, cursor-ide, gemini or opencode, not {other}"
+            "the generator writes claude-code, codex, copilot, cursor, cursor-ide, gemini, opencode or vscode-copilot, not {other}"
         ),
     };
     cached(&format!("corpus-{client}-{messages}"), &spec)

@@ -121,6 +121,7 @@ fn a_generated_corpus_mixing_clients_syncs_to_its_counts() {
         gemini_share: 0.15,
         opencode_share: 0.1,
         cursor_ide_share: 0.1,
+        vscode_copilot_share: 0.1,
         ..pond_benches::corpus::Spec::new(4000, 3)
     };
     let stats = pond_benches::corpus::generate(&src, &spec).unwrap();
@@ -140,9 +141,15 @@ fn a_generated_corpus_mixing_clients_syncs_to_its_counts() {
         .map(|a| a["source_agent"].as_str().unwrap())
         .collect();
     assert!(
-        ["copilot", "claude-code", "opencode", "cursor-ide"]
-            .iter()
-            .all(|n| names.contains(n)),
+        [
+            "copilot",
+            "claude-code",
+            "opencode",
+            "cursor-ide",
+            "vscode-copilot"
+        ]
+        .iter()
+        .all(|n| names.contains(n)),
         "{agents}"
     );
 }

@@ -1,9 +1,11 @@
 //! `gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F]
-//! [--cursor-share F] [--gemini-share F] [--opencode-share F] [--cursor-ide-share F]`: write
-//! a synthetic session tree. The mix of clients is by share of sessions: Codex 0.2, GitHub
-//! Copilot CLI, Cursor's agent, Gemini CLI, OpenCode (one database, `opencode/opencode.db`)
-//! and Cursor's IDE (one database, `cursor-ide/globalStorage/state.vscdb`) 0 unless given,
-//! Claude Code the rest (with its subagent files).
+//! [--cursor-share F] [--gemini-share F] [--opencode-share F] [--cursor-ide-share F]
+//! [--vscode-copilot-share F]`: write a synthetic session tree. The mix of clients is by share
+//! of sessions: Codex 0.2, GitHub Copilot CLI, Cursor's agent, Gemini CLI, OpenCode (one
+//! database, `opencode/opencode.db`), Cursor's IDE (one database,
+//! `cursor-ide/globalStorage/state.vscdb`) and VS Code's Copilot Chat (change logs under
+//! `vscode-copilot/workspaceStorage/`) 0 unless given, Claude Code the rest (with its subagent
+//! files).
 
 use std::path::PathBuf;
 
@@ -30,8 +32,9 @@ fn main() -> anyhow::Result<()> {
             "--gemini-share" => spec.gemini_share = value()?.parse()?,
             "--opencode-share" => spec.opencode_share = value()?.parse()?,
             "--cursor-ide-share" => spec.cursor_ide_share = value()?.parse()?,
+            "--vscode-copilot-share" => spec.vscode_copilot_share = value()?.parse()?,
             other => anyhow::bail!(
-                "unknown argument {other}; usage: gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F] [--cursor-share F] [--gemini-share F] [--opencode-share F] [--cursor-ide-share F]"
+                "unknown argument {other}; usage: gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F] [--cursor-share F] [--gemini-share F] [--opencode-share F] [--cursor-ide-share F] [--vscode-copilot-share F]"
             ),
         }
     }
@@ -44,6 +47,7 @@ fn main() -> anyhow::Result<()> {
         spec.gemini_share,
         spec.opencode_share,
         spec.cursor_ide_share,
+        spec.vscode_copilot_share,
     ];
     if shares.iter().any(|s| *s < 0.0) || shares.iter().sum::<f64>() > 1.0 {
         anyhow::bail!(

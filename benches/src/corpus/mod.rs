@@ -7,8 +7,9 @@
 //! `copilot/session-state/<id>/events.jsonl`,
 //! `cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl`,
 //! `gemini/tmp/<project id>/chats/session-*.jsonl`, ([`Spec::opencode_share`]) OpenCode's
-//! database `opencode/opencode.db` and ([`Spec::cursor_ide_share`]) Cursor's IDE database
-//! `cursor-ide/globalStorage/state.vscdb`, in the clients' own formats: many projects over a year, sessions of lognormal length (mean ~150
+//! database `opencode/opencode.db`, ([`Spec::cursor_ide_share`]) Cursor's IDE database
+//! `cursor-ide/globalStorage/state.vscdb` and ([`Spec::vscode_copilot_share`]) VS Code's chat
+//! logs `vscode-copilot/workspaceStorage/<hash>/chatSessions/<id>.jsonl`, in the clients' own formats: many projects over a year, sessions of lognormal length (mean ~150
 //! messages), prompts and multi-line answers, thinking, tool calls and multi-line results,
 //! bookkeeping rows, replayed uuids. "Messages" counts the rows pond stores as messages,
 //! so a corpus of N messages syncs to N message rows.
@@ -108,6 +109,8 @@ pub struct Spec {
     pub opencode_share: f64,
     /// Share of sessions written by Cursor's IDE, all into one database (0 by default).
     pub cursor_ide_share: f64,
+    /// Share of sessions written by VS Code's Copilot Chat (0 by default).
+    pub vscode_copilot_share: f64,
     /// First possible session start, epoch ms.
     pub start_ms: i64,
     pub days: u64,
@@ -124,6 +127,7 @@ impl Spec {
             gemini_share: 0.0,
             opencode_share: 0.0,
             cursor_ide_share: 0.0,
+            vscode_copilot_share: 0.0,
             start_ms: 1_764_547_200_000, // 2025-12-01
             days: 365,
         }
@@ -251,6 +255,19 @@ pub fn generate(root: &Path, spec: &Spec) -> io::Result<Stats> {
             };
             cursor_ide_session(db, &mut r, &mut stats, &project, start, size)
                 .map_err(io::Error::other)?;
+        } else if spec.vscode_copilot_share > 0.0
+            && r.chance(
+                spec.vscode_copilot_share
+                    / (1.0
+                        - spec.codex_share
+                        - spec.copilot_share
+                        - spec.cursor_share
+                        - spec.gemini_share
+                        - spec.opencode_share
+                        - spec.cursor_ide_share),
+            )
+        {
+            vscode_copilot_session(root, &mut r, &mut stats, &project, start, size)?;
         } else {
             claude_session(root, &mut r, &mut stats, &project, start, size)?;
         }
@@ -972,6 +989,74 @@ fn gemini_session(
     Ok(())
 }
 
+/// One VS Code Copilot Chat session: a change log in the chat folder of the window opened on
+/// `project` (`vscode-copilot/workspaceStorage/<hash>/`, its `workspace.json` naming the
+/// folder): the document, then per turn the request pushed, its answer pushed in two pieces
+/// (markdown, tool invocations with their results, more markdown) and its `result` set (a
+/// last prompt without an answer: cancelled).
+fn vscode_copilot_session(
+    root: &Path,
+    r: &mut Rng,
+    stats: &mut Stats,
+    project: &str,
+    start: i64,
+    size: u64,
+) -> io::Result<()> {
+    let id = r.uuid();
+    // One storage folder per project, as VS Code keeps one per window folder.
+    let fnv = |h: u64, b: u8| (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    let hash = format!("{:016x}", project.bytes().fold(0xcbf2_9ce4_8422_2325, fnv));
+    let dir = root.join(format!("vscode-copilot/workspaceStorage/{hash}"));
+    std::fs::create_dir_all(&dir)?;
+    let manifest = dir.join("workspace.json");
+    if !manifest.exists() {
+        std::fs::write(
+            &manifest,
+            json!({"folder": format!("file://{}", project.replace(' ', "%20"))}).to_string(),
+        )?;
+    }
+    let mut out = Out::create(&dir.join(format!("chatSessions/{id}.jsonl")))?;
+    let mut t = start;
+    out.line(&json!({"kind": 0, "v": {"version": 3, "sessionId": id, "creationDate": t, "requesterUsername": "dev", "responderUsername": "GitHub Copilot", "initialLocation": "panel", "requests": []}}))?;
+    let mut written = 0u64;
+    let mut turn = 0u64;
+    while written < size {
+        t += r.range(5, 600) as i64 * 1000;
+        let request = format!("request_{:016x}", r.next_u64());
+        out.line(&json!({"kind": 2, "k": ["requests"], "v": [{"requestId": request, "timestamp": t, "message": {"text": prompt(r), "parts": []}, "variableData": {"variables": []}, "response": [], "modelId": "copilot/gpt-4.1"}]}))?;
+        written += 1;
+        stats.searchable_messages += 1;
+        if written < size {
+            let mut first = String::new();
+            sentence(r, &mut first, 4, 12);
+            let calls: Vec<serde_json::Value> = (0..r.range(0, 4))
+                .map(|_| {
+                    let command = format!("rg {} src", r.zipf(WORDS));
+                    json!({"kind": "toolInvocationSerialized", "toolId": "run_in_terminal", "toolCallId": format!("call_{:016x}", r.next_u64()), "invocationMessage": "Running a command", "isConfirmed": true, "isComplete": true, "toolSpecificData": {"kind": "terminal", "language": "sh", "commandLine": {"original": command}, "terminalCommandOutput": {"text": tool_output(r)}}})
+                })
+                .collect();
+            let mut items =
+                vec![json!({"value": first, "supportThemeIcons": false, "supportHtml": false})];
+            items.extend(calls);
+            out.line(&json!({"kind": 2, "k": ["requests", turn, "response"], "v": items}))?;
+            out.line(&json!({"kind": 2, "k": ["requests", turn, "response"], "v": [{"value": answer(r), "supportThemeIcons": false, "supportHtml": false}]}))?;
+            let elapsed = r.range(2, 60) as i64 * 1000;
+            out.line(&json!({"kind": 1, "k": ["requests", turn, "result"], "v": {"timings": {"firstProgress": 800, "totalElapsed": elapsed}}}))?;
+            t += elapsed;
+            written += 1;
+            stats.searchable_messages += 1;
+        } else {
+            // A last prompt left unanswered: the user stopped it.
+            out.line(&json!({"kind": 1, "k": ["requests", turn, "isCanceled"], "v": true}))?;
+        }
+        out.line(&json!({"kind": 1, "k": ["lastMessageDate"], "v": t}))?;
+        turn += 1;
+    }
+    out.finish(stats)?;
+    stats.messages += written;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1004,6 +1089,7 @@ mod tests {
             copilot_share: 0.2,
             cursor_share: 0.2,
             gemini_share: 0.2,
+            vscode_copilot_share: 0.1,
             ..Spec::new(3000, 7)
         };
         let s = generate(&d, &spec).unwrap();
@@ -1015,6 +1101,9 @@ mod tests {
         assert!(files
             .iter()
             .any(|p| p.to_string_lossy().contains("/chats/session-")));
+        assert!(files
+            .iter()
+            .any(|p| p.to_string_lossy().contains("/chatSessions/")));
         // The same seed without Copilot writes what earlier versions wrote.
         let plain = tempfile_dir();
         let s0 = generate(&plain, &Spec::new(3000, 7)).unwrap();
