@@ -5,6 +5,17 @@ use crate::model::{MessageRow, Origin, Role, SessionRow};
 /// Lines longer than this are skipped (with a reason), never buffered whole.
 pub const MAX_LINE_BYTES: usize = 32 << 20;
 
+/// A message a client is still writing is read as it is once it has not changed for this
+/// long (the client died or was closed mid-turn).
+pub const STALE_MS: i64 = 30 * 60 * 1000;
+
+/// The time now, in ms since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// State shared by both parsers for one pass over one file.
 pub(crate) struct Common {
     pub path: String,

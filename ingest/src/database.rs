@@ -19,15 +19,13 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use crate::common::{now_ms, STALE_MS};
 use crate::cursor::{FileCursor, RowCursor};
 use crate::model::Skip;
 use crate::outcome::{failed, ReadMode, ReadOutcome};
 use crate::pass::Pass;
 use crate::source::{Database, SourceFile, SourceKind, Unit};
 use crate::sqlite::{open, unreadable};
-
-/// An incomplete message that has not changed for this long is read as it is.
-pub const STALE_MS: i64 = 30 * 60 * 1000;
 
 /// A session id that can name a path under the database's (one component, not `.`/`..`).
 fn usable_id(id: &str) -> bool {
@@ -185,12 +183,6 @@ pub(crate) fn select(at: &mut RowCursor, units: Vec<Unit>, timed: bool, now: i64
         held,
     };
     out
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A line with no line breaks: those outside JSON strings are whitespace (inside a string

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+use crate::common::now_ms;
 use crate::model::Role;
 use crate::reader::{read_file, ReadMode};
 use crate::sources::OPENCODE;
@@ -179,10 +180,6 @@ fn sessions_messages_parts_and_records() {
 fn stored_lines_parse_as_the_database_did() {
     let (d, _db) = home();
     crate::tests::db_lines_rederive(d.path(), OPENCODE);
-}
-
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
 }
 
 #[test]

@@ -75,8 +75,6 @@ pub fn read_file_part(file: &SourceFile, prev: Option<&FileCursor>, budget: u64)
         // A session in a database (its path is under the database file's). A file of the
         // lines such a read makes (a restored copy) is read as lines.
         Some(db) if !file.path.is_file() => crate::database::read(file, db, prev),
-        // A replayed file's session is what the whole file says: never read in parts.
-        _ if file.kind.is_some_and(|k| k.replayed) => read_file_unguarded(file, prev, u64::MAX),
         _ => read_file_unguarded(file, prev, budget),
     });
     std::panic::catch_unwind(read).unwrap_or_else(|_| {
@@ -117,6 +115,8 @@ fn read_file_unguarded(file: &SourceFile, prev: Option<&FileCursor>, budget: u64
         }
     }
     let replayed = file.kind.is_some_and(|k| k.replayed);
+    // A replayed file's session is what the whole file says: never read in parts.
+    let budget = if replayed { u64::MAX } else { budget };
     // Resume only if the bytes we already consumed are still there, unchanged (a replayed
     // file is read again from the start: the store keeps only the lines it has not seen).
     let (mode, mut cursor) = match prev {

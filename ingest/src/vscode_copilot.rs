@@ -20,21 +20,18 @@
 //! answer (thinking, its text, each tool call with its result), in the order of the
 //! conversation. A turn is read once it is over (it has a `result`, was cancelled, or a
 //! later turn follows); the last one still being answered is held back until it is, or
-//! until the file has not changed for [`STALE_MS`] (VS Code closed mid-answer).
+//! until the file has not changed for 30 minutes (`STALE_MS`: VS Code closed mid-answer).
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::Common;
+use crate::common::{now_ms, Common, STALE_MS};
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{join_search, str_field};
 
 pub const AGENT_VSCODE_COPILOT: &str = "vscode-copilot";
-
-/// A turn still being answered in a file unchanged for this long is read as it is.
-pub const STALE_MS: i64 = 30 * 60 * 1000;
 
 /// The folders of VS Code's user dir that hold chat sessions.
 const CHAT_FOLDERS: &[&str] = &[
@@ -473,15 +470,15 @@ impl RecordParser for VsCodeParser {
     }
 
     fn finish(&mut self, c: &mut Common, out: &mut FileBatch) {
-        let Some(doc) = self.doc.take() else {
+        let Some(doc) = &self.doc else {
             return;
         };
-        if let Some(t) = str_field(&doc, "customTitle").filter(|t| !t.trim().is_empty()) {
+        if let Some(t) = str_field(doc, "customTitle").filter(|t| !t.trim().is_empty()) {
             c.session.title = Some(t);
         }
         let ms = |k: &str| doc.get(k).and_then(Value::as_i64);
         c.span(ms("creationDate"), ms("lastMessageDate"));
-        let all = requests(&doc).map(Vec::as_slice).unwrap_or_default();
+        let all = requests(doc).map(Vec::as_slice).unwrap_or_default();
         // The file's time (ms): a turn still being answered in a file this old is read.
         let stale = now_ms() - c.fallback_ts >= STALE_MS;
         for (i, r) in all.iter().enumerate() {
@@ -492,7 +489,6 @@ impl RecordParser for VsCodeParser {
             let line = self.request_lines.get(i).copied().unwrap_or(1);
             self.request(c, line, r, out);
         }
-        self.doc = Some(doc);
     }
 }
 
@@ -514,12 +510,6 @@ pub(crate) fn replay(log: &str) -> Value {
         }
     }
     p.doc.unwrap()
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]
