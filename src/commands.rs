@@ -373,15 +373,15 @@ struct SyncSettings {
     sources: BTreeMap<String, crate::config::Source>,
 }
 
-/// The folders a sync reads: `--path`, else every client's home (the client's own variable,
-/// else the config file's `[sources.NAME] path`, else its default), less the clients the
-/// config file turns off.
+/// The folders a sync reads: `--path`, else every client's homes (the client's own
+/// variable, else the config file's `[sources.NAME] path` (one folder for all its editions),
+/// else its defaults), less the clients the config file turns off.
 fn source_list(
     wanted: Option<SourceKind>,
     path: Option<PathBuf>,
     configured: &BTreeMap<String, crate::config::Source>,
 ) -> Vec<SyncSource> {
-    match path {
+    let mut list = match path {
         Some(p) => vec![SyncSource {
             agent: wanted.map(|k| k.name.to_owned()),
             path: p,
@@ -405,7 +405,10 @@ fn source_list(
                 })
             })
             .collect(),
-    }
+    };
+    // A configured path stands for each of the client's editions: read once.
+    list.dedup_by(|a, b| a.agent == b.agent && a.path == b.path);
+    list
 }
 
 const SYNC_BAR: &str = "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}";

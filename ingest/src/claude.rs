@@ -23,12 +23,15 @@ pub static SOURCE: Source = Source {
     home_var: "CLAUDE_CONFIG_DIR",
     home_in_var: "",
     home_default: ".claude",
+    editions: &[],
     layout: &["projects"],
     transcript: crate::source::every_file,
     sniff,
     parser: |file, common| Box::new(ClaudeParser::new(file, common)),
     database: None,
     replayed: false,
+    documents: false,
+    text: false,
 };
 
 /// Claude Code's message links (`uuid`, `parentUuid`, `leafUuid`), or a typed record of a

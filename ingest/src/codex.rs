@@ -26,12 +26,15 @@ pub static SOURCE: Source = Source {
     home_var: "CODEX_HOME",
     home_in_var: "",
     home_default: ".codex",
+    editions: &[],
     layout: &["sessions", "archived_sessions"],
     transcript: crate::source::every_file,
     sniff,
     parser: |file, common| Box::new(CodexParser::new(file, common)),
     database: None,
     replayed: false,
+    documents: false,
+    text: false,
 };
 
 /// A current envelope (`{type, payload}`), or a legacy header (`{id, instructions|git}`).

@@ -22,6 +22,8 @@ pub(crate) struct Common {
     pub session: SessionRow,
     pub last_ts: Option<i64>,
     pub fallback_ts: i64,
+    /// The parser held back the end of the file as unfinished (`FileCursor::held`).
+    pub held: bool,
 }
 
 impl Common {

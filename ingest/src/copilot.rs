@@ -35,12 +35,15 @@ pub static SOURCE: Source = Source {
     home_var: "COPILOT_HOME",
     home_in_var: "",
     home_default: ".copilot",
+    editions: &[],
     layout: &["session-state"],
     transcript: crate::source::every_file,
     sniff,
     parser: |file, common| Box::new(CopilotParser::new(file, common)),
     database: None,
     replayed: false,
+    documents: false,
+    text: false,
 };
 
 /// An event envelope: a dotted `type` (`session.start`, `user.message`) and a `data` object.

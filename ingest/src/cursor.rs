@@ -34,6 +34,11 @@ pub struct FileCursor {
     /// before it commits.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// The parser held back the end of the file as unfinished (a turn still being
+    /// answered): the file is read again next time even if it did not change, so what stopped
+    /// changing is read once it is stale.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
     /// For a session in a database: which rows were read (`offset` and `line` then count
     /// the lines made of them, `size` and `mtime_ns` the session's rows and newest update).
     #[serde(default, skip_serializing_if = "Option::is_none")]

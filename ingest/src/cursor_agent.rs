@@ -1,6 +1,8 @@
 //! Cursor's agent transcripts, written by the Cursor agent CLI and by the IDE's agent:
 //! `$CURSOR_CONFIG_DIR` or `~/.cursor`, `projects/<workspace slug>/agent-transcripts/`
-//! `<id>/<id>.jsonl` (older builds: `agent-transcripts/<id>.jsonl`). One line per message:
+//! `<id>/<id>.jsonl` (older builds: `agent-transcripts/<id>.jsonl`, and before them the
+//! same in plain text, `<id>.txt`: see `crate::cursor_text`; a `.txt` beside a `.jsonl` of
+//! the same name is left to it). One line per message:
 //! `{role, message: {content}}` with Anthropic-shaped blocks (`text`, `tool_use` with
 //! Cursor's tool names, sometimes `tool_result`), and control lines with a `type`
 //! (`turn_ended {status, error?}`, a first `metadata {overview}`).
@@ -24,7 +26,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::blocks::{all_results, content_blocks, Blocks};
-use crate::common::Common;
+use crate::common::{now_ms, Common, STALE_MS};
+use crate::cursor_text;
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{is_harness_text, join_search, str_field};
@@ -39,16 +42,24 @@ pub static SOURCE: Source = Source {
     home_var: "CURSOR_CONFIG_DIR",
     home_in_var: "",
     home_default: ".cursor",
+    editions: &[],
     layout: &["projects"],
-    transcript: |path| {
-        path.components()
-            .any(|c| c.as_os_str() == "agent-transcripts")
-    },
+    transcript: is_transcript,
     sniff,
     parser: |file, common| Box::new(CursorParser::new(file, common)),
     database: None,
     replayed: false,
+    documents: false,
+    text: true,
 };
+
+/// A file under `agent-transcripts`; a `.txt` one only when no `.jsonl` of the same name
+/// is beside it (a build that wrote both: the `.jsonl` says more).
+fn is_transcript(path: &Path) -> bool {
+    path.components()
+        .any(|c| c.as_os_str() == "agent-transcripts")
+        && !(path.extension().is_some_and(|e| e == "txt") && path.with_extension("jsonl").is_file())
+}
 
 /// `{role, message}` with no `type`, `uuid` or `sessionId` (Claude Code's lines have them).
 fn sniff(v: &Value) -> bool {
@@ -63,6 +74,15 @@ pub struct CursorParser {
     blocks: Blocks,
     /// The project is only the folder's slug: a workspace a user turn states replaces it.
     slug_only: bool,
+    /// The turn of a plain-text transcript being read (`crate::cursor_text`).
+    turn: Option<TextTurn>,
+}
+
+/// A turn of a plain-text transcript: its first line's number, whose it is, its lines.
+struct TextTurn {
+    line: u64,
+    role: Role,
+    lines: Vec<(u64, String)>,
 }
 
 /// The folder under `projects/` a transcript is in (Cursor's slug of its workspace).
@@ -114,7 +134,59 @@ impl CursorParser {
         CursorParser {
             blocks: Blocks::default(),
             slug_only,
+            turn: None,
         }
+    }
+
+    /// A user turn's time (`<timestamp>`) and the workspace it states, noted.
+    fn user_turn(&mut self, c: &mut Common, texts: &[String]) -> i64 {
+        let said = texts.iter().find_map(|t| sent_at(t));
+        if self.slug_only {
+            let stated = texts.iter().find_map(|t| stated_workspace(t));
+            if stated.is_some() {
+                c.session.project = stated;
+                self.slug_only = false;
+            }
+        }
+        c.touch(said)
+    }
+
+    /// A turn of a plain-text transcript as a message: a prompt, or an answer's text,
+    /// thinking, tool calls and results.
+    fn text_turn(&mut self, c: &mut Common, t: TextTurn, out: &mut FileBatch) {
+        let text = cursor_text::joined(&t.lines);
+        let ts = match t.role {
+            Role::User => self.user_turn(c, std::slice::from_ref(&text)),
+            _ => c.touch(None),
+        };
+        let mut m = self.message_row(c, t.line, ts, t.role);
+        if t.role == Role::User {
+            m.search_text = join_search(typed_by_user(&text).into_iter().collect());
+            out.parts.push(PartRow::with_text(
+                &m,
+                0,
+                "text",
+                Some(text).filter(|t| !t.is_empty()),
+            ));
+            out.messages.push(m);
+            return;
+        }
+        let mut said = Vec::new();
+        for (i, s) in cursor_text::sections(&t.lines).iter().enumerate() {
+            let mut p = PartRow::with_text(&m, i as u32, s.kind, s.text());
+            p.tool_name.clone_from(&s.name);
+            match s.kind {
+                "text" => said.extend(s.text()),
+                "tool_call" => {
+                    p.text = None;
+                    p.body = Some(s.arguments().to_string());
+                }
+                _ => {}
+            }
+            out.parts.push(p);
+        }
+        m.search_text = join_search(said);
+        out.messages.push(m);
     }
 
     fn message_row(&self, c: &Common, line_no: u64, ts: i64, role: Role) -> MessageRow {
@@ -128,25 +200,12 @@ impl CursorParser {
         let content = v.pointer("/message/content").unwrap_or(&Value::Null);
         let blocks = content_blocks(content);
         // A user turn may say when it was sent; the answers after it inherit that time.
-        let said = (!assistant)
-            .then(|| {
-                blocks
-                    .iter()
-                    .filter_map(|b| str_field(b, "text"))
-                    .find_map(|t| sent_at(&t))
-            })
-            .flatten();
-        let ts = c.touch(said);
-        if self.slug_only && !assistant {
-            let stated = blocks
-                .iter()
-                .filter_map(|b| str_field(b, "text"))
-                .find_map(|t| stated_workspace(&t));
-            if stated.is_some() {
-                c.session.project = stated;
-                self.slug_only = false;
-            }
-        }
+        let ts = if assistant {
+            c.touch(None)
+        } else {
+            let texts: Vec<String> = blocks.iter().filter_map(|b| str_field(b, "text")).collect();
+            self.user_turn(c, &texts)
+        };
         let role = if assistant {
             Role::Assistant
         } else if all_results(&blocks) {
@@ -232,6 +291,43 @@ impl RecordParser for CursorParser {
                 }
                 Some(role)
             }
+        }
+    }
+
+    fn text_line(
+        &mut self,
+        c: &mut Common,
+        line_no: u64,
+        text: &str,
+        out: &mut FileBatch,
+    ) -> Option<String> {
+        if let Some(role) = cursor_text::turn(text) {
+            if let Some(t) = self.turn.take() {
+                self.text_turn(c, t, out);
+            }
+            self.turn = Some(TextTurn {
+                line: line_no,
+                role,
+                lines: Vec::new(),
+            });
+            return Some(role.as_str().to_owned());
+        }
+        // Lines before the first turn are records only.
+        let t = self.turn.as_mut()?;
+        t.lines.push((line_no, text.to_owned()));
+        Some(format!("{}/line", t.role.as_str()))
+    }
+
+    /// A text transcript's last turn: read once the file has stopped changing (Cursor may
+    /// still be writing it), else looked at again next sync.
+    fn finish(&mut self, c: &mut Common, out: &mut FileBatch) {
+        let Some(t) = self.turn.take() else {
+            return;
+        };
+        if now_ms() - c.fallback_ts >= STALE_MS {
+            self.text_turn(c, t, out);
+        } else {
+            c.held = true;
         }
     }
 }

@@ -57,16 +57,20 @@ pub static SOURCE: Source = Source {
     } else {
         ".config/Cursor/User"
     },
+    editions: &[],
     layout: &[],
     transcript: crate::source::every_file,
     sniff,
     parser: |file, common| Box::new(CursorIdeParser::new(file, common)),
     database: Some(&DATABASE),
     replayed: false,
+    documents: false,
+    text: false,
 };
 
 static DATABASE: Database = Database {
     file: "globalStorage/state.vscdb",
+    tree: None,
     sessions,
     stamp,
     rows,

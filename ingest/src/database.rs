@@ -24,7 +24,7 @@ use crate::cursor::{FileCursor, RowCursor};
 use crate::model::Skip;
 use crate::outcome::{failed, ReadMode, ReadOutcome};
 use crate::pass::Pass;
-use crate::source::{Database, SourceFile, SourceKind, Unit};
+use crate::source::{Database, Loaded, SourceFile, SourceKind, Unit};
 use crate::sqlite::{open, unreadable};
 
 /// A session id that can name a path under the database's (one component, not `.`/`..`).
@@ -37,10 +37,9 @@ fn usable_id(id: &str) -> bool {
 /// opened or listed.
 pub fn sessions(path: &Path, kind: SourceKind) -> Result<(Vec<SourceFile>, Vec<Skip>), String> {
     let db = kind.database.expect("a database client");
-    let conn = open(path)?;
+    let (conn, mut skips) = connect(path, db, None)?;
     let listed = (db.sessions)(&conn).map_err(unreadable)?;
     let mut files = Vec::new();
-    let mut skips = Vec::new();
     for s in listed {
         if !usable_id(&s.id) {
             skips.push(Skip {
@@ -58,6 +57,16 @@ pub fn sessions(path: &Path, kind: SourceKind) -> Result<(Vec<SourceFile>, Vec<S
         });
     }
     Ok((files, skips))
+}
+
+/// The database at `path`, or, when `path` is the folder of the client's older tree of
+/// files ([`Database::tree`]), the tables made from it (every session's own row, or the rows
+/// of the session `only`), with the files that could not be read.
+fn connect(path: &Path, db: &Database, only: Option<&str>) -> Result<Loaded, String> {
+    match &db.tree {
+        Some(tree) if path.is_dir() => (tree.load)(path, only),
+        _ => Ok((open(path)?, Vec::new())),
+    }
 }
 
 /// Read one session of `db` from where `prev` left it. Never fails: a database that cannot
@@ -80,7 +89,7 @@ fn read_session(
     id: &str,
     prev: Option<&FileCursor>,
 ) -> Result<ReadOutcome, String> {
-    let conn = open(path)?;
+    let (conn, unread) = connect(path, db, Some(id))?;
     // One snapshot for the stamp and the rows.
     let tx = conn.unchecked_transaction().map_err(unreadable)?;
     let stamp = (db.stamp)(&tx, id).map_err(unreadable)?;
@@ -115,6 +124,9 @@ fn read_session(
 
     cursor.partial = false;
     let mut pass = Pass::new(file, &cursor, stamp.1);
+    for s in unread {
+        pass.skip(s.line, format!("{}: {}", s.path, s.reason));
+    }
     for line in &lines {
         let line = one_line(line);
         cursor.line += 1;

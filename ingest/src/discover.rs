@@ -17,9 +17,10 @@ use crate::source::SourceKind;
 const NOT_TRANSCRIPTS: &[&str] = &["history.jsonl", "session_index.jsonl"];
 
 /// Every `.jsonl` under `root` (links not followed), minus prompt indexes, every file
-/// named as a client's database is (`opencode.db`, `state.vscdb`) and every file of a
-/// replayed client (VS Code's chat sessions, `.json` among them); a folder that cannot be read is noted in
-/// `unreadable` (a skip at line 0 with the OS's reason), never passed over in silence.
+/// named as a client's database is (`opencode.db`, `state.vscdb`) and every file a client
+/// reads whole (VS Code's chat sessions, the `.json` chats of VS Code and Gemini CLI); a
+/// folder that cannot be read is noted in `unreadable` (a skip at line 0 with the OS's
+/// reason), never passed over in silence.
 fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -52,7 +53,7 @@ fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
                         .and_then(|n| n.to_str())
                         .is_some_and(|n| NOT_TRANSCRIPTS.contains(&n)))
                     || database_of(&path, None).is_some()
-                    || replayed_of(&path).is_some())
+                    || read_whole_by(&path).is_some())
             {
                 out.push(path);
             }
@@ -61,12 +62,13 @@ fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
     out
 }
 
-/// The replayed client (`Source::replayed`) whose session file `path` is, by where it is.
-fn replayed_of(path: &Path) -> Option<SourceKind> {
+/// The client that reads the file at `path` whole (`Source::read_whole`), by where it is
+/// and what it is called.
+fn read_whole_by(path: &Path) -> Option<SourceKind> {
     crate::sources::SOURCES
         .iter()
         .copied()
-        .find(|s| s.replayed && (s.transcript)(path))
+        .find(|s| s.read_whole(path))
 }
 
 fn folder_skip(dir: &Path, e: &std::io::Error) -> Skip {
@@ -177,13 +179,17 @@ pub fn discover_all(dir: &Path, kind: Option<SourceKind>) -> Discovered {
         vec![dir]
     } else if let Some(db) = kind.and_then(|k| k.database) {
         // A database client's home holds its database, a folder with a copy holds the file
-        // itself (none: not installed).
+        // itself (none: not installed); then the tree of files older builds kept.
         let name = Path::new(db.file).file_name().unwrap_or_default();
-        [dir.join(db.file), dir.join(name)]
+        let file = [dir.join(db.file), dir.join(name)]
             .into_iter()
-            .find(|p| p.is_file())
-            .into_iter()
-            .collect()
+            .find(|p| p.is_file());
+        let tree = db.tree.as_ref().and_then(|t| {
+            [dir.join(t.folder), dir.clone()]
+                .into_iter()
+                .find(|p| p.file_name().is_some_and(|n| n == t.folder) && p.is_dir())
+        });
+        file.into_iter().chain(tree).collect()
     } else {
         let roots = match kind {
             Some(k) => k.roots(&dir),
@@ -195,9 +201,7 @@ pub fn discover_all(dir: &Path, kind: Option<SourceKind>) -> Discovered {
             .filter(|p| match kind {
                 // Any folder: transcripts, and the databases found in it.
                 None => true,
-                Some(k) => {
-                    (k.replayed || p.extension().is_some_and(|e| e == "jsonl")) && (k.transcript)(p)
-                }
+                Some(k) => k.session_file(p),
             })
             .collect()
     };
@@ -205,10 +209,17 @@ pub fn discover_all(dir: &Path, kind: Option<SourceKind>) -> Discovered {
         match database_of(&path, kind) {
             Some(k) => add_database(&mut found, &path, k),
             None => {
-                let kind = kind.or_else(|| replayed_of(&path));
+                let kind = kind.or_else(|| read_whole_by(&path));
                 found.files.push(classify(path, kind))
             }
         }
+    }
+    if kind.is_some_and(|k| k.database.is_some()) {
+        // A session both in the database and in the older tree is the database's.
+        let mut seen = std::collections::HashSet::new();
+        found
+            .files
+            .retain(|f| seen.insert(f.path.file_name().map(ToOwned::to_owned)));
     }
     found.files.sort_by(|a, b| {
         (a.is_subagent, a.path.as_os_str().as_bytes())

@@ -11,6 +11,12 @@
 //! typed, else `content`), `gemini` (the answer: thoughts as thinking parts, the text, each
 //! tool call with its inline result), `info`/`error`/`warning` (system messages).
 //!
+//! Older builds wrote the chat as one JSON document, `session-<time>-<id>.json`, rewritten
+//! whole as it grew: `{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`. It
+//! is one record (`Source::documents`), read again whole when it changes; a session resumed
+//! by a newer build continues in a `.jsonl` file under the same `sessionId`, and each
+//! message is stored once whichever file holds it.
+//!
 //! Replacements and rewinds are applied to what one read of the file produced. Gemini CLI's
 //! sessions are read whole the first time (most are finished: the client stopped serving
 //! individual accounts in June 2026); a session still being written, read again after it
@@ -37,13 +43,27 @@ pub static SOURCE: Source = Source {
     home_var: "GEMINI_CLI_HOME",
     home_in_var: ".gemini",
     home_default: ".gemini",
+    editions: &[],
     layout: &["tmp"],
-    transcript: |path| path.components().any(|c| c.as_os_str() == "chats"),
+    transcript: is_chat,
     sniff,
     parser: |file, common| Box::new(GeminiParser::new(file, common)),
     database: None,
     replayed: false,
+    documents: true,
+    text: false,
 };
+
+/// A file under a `chats` folder: a `.jsonl` log, or an older build's whole chat
+/// (`session-*.json`; the folder's other JSON files are the client's checkpoints).
+fn is_chat(path: &Path) -> bool {
+    path.components().any(|c| c.as_os_str() == "chats")
+        && (path.extension().is_some_and(|e| e == "jsonl")
+            || path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("session-") && n.ends_with(".json")))
+}
 
 /// The metadata line (`sessionId` with `projectHash`), or a message record of Gemini's
 /// kinds (`type` `gemini`), or a control line (`$set`, `$rewindTo`).
@@ -155,7 +175,8 @@ impl GeminiParser {
         let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
         let role = match ty {
             "user" => Role::User,
-            "gemini" => Role::Assistant,
+            // Some builds' older chats name the answer `model`.
+            "gemini" | "model" => Role::Assistant,
             _ => Role::System,
         };
         let mut m = MessageRow {
@@ -272,6 +293,26 @@ impl RecordParser for GeminiParser {
         if v.get("id").is_some() {
             self.message(c, line_no, v, out);
             return Some(str_field(v, "type").unwrap_or_else(|| "message".into()));
+        }
+        if let (Some(_), Some(messages)) = (
+            v.get("sessionId"),
+            v.get("messages").and_then(Value::as_array),
+        ) {
+            // An older build's whole chat (`session-*.json`): the metadata line's fields
+            // (kept as the header, without the messages) and every message.
+            let header: serde_json::Map<String, Value> = v
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| *k != "messages")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let header = Value::Object(header);
+            self.meta(c, &header, &header.to_string());
+            for m in messages {
+                self.message(c, line_no, m, out);
+            }
+            return Some("chat".into());
         }
         if v.get("sessionId").is_some() {
             self.meta(c, v, raw);

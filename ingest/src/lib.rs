@@ -23,12 +23,14 @@ pub mod cursor_agent;
 pub mod cursor_ide;
 #[cfg(test)]
 mod cursor_ide_tests;
+mod cursor_text;
 mod database;
 pub mod discover;
 pub mod gemini;
 mod json;
 pub mod model;
 pub mod opencode;
+mod opencode_storage;
 #[cfg(test)]
 mod opencode_tests;
 mod outcome;

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::common::Common;
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
-use crate::source::{Database, DbSession, RecordParser, Rows, Source, SourceFile, Unit};
+use crate::source::{Database, DbSession, RecordParser, Rows, Source, SourceFile, Tree, Unit};
 use crate::sqlite::{push_string, row_json};
 use crate::text::{join_search, str_field};
 
@@ -38,16 +38,23 @@ pub static SOURCE: Source = Source {
     home_var: "XDG_DATA_HOME",
     home_in_var: "opencode",
     home_default: ".local/share/opencode",
+    editions: &[],
     layout: &[],
     transcript: crate::source::every_file,
     sniff,
     parser: |file, common| Box::new(OpenCodeParser::new(file, common)),
     database: Some(&DATABASE),
     replayed: false,
+    documents: false,
+    text: false,
 };
 
 static DATABASE: Database = Database {
     file: "opencode.db",
+    tree: Some(Tree {
+        folder: "storage",
+        load: crate::opencode_storage::load,
+    }),
     sessions,
     stamp,
     rows,

@@ -407,3 +407,150 @@ fn any_folder_with_a_database_is_found_without_naming_the_client() {
     assert_eq!(found.files.len(), 3, "{:?}", found);
     assert!(found.files.iter().all(|f| f.kind == Some(OPENCODE)));
 }
+
+/// `storage/` (the fixture's tree of an older build) copied into `home`.
+fn with_tree(home: &Path) -> PathBuf {
+    let from = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/clients/opencode/storage");
+    let to = home.join("storage");
+    crate::tests::copy_tree(&from, &to, None);
+    to
+}
+
+#[test]
+fn an_older_builds_storage_tree_is_read_as_the_database_is() {
+    let (d, db) = home();
+    let storage = with_tree(d.path());
+    let files = sessions(d.path());
+    let ids: Vec<String> = files.iter().map(|f| f.stem()).collect();
+    // The tree's copy of ses_orchard1 gives way to the database's.
+    assert_eq!(
+        ids,
+        [
+            "ses_api1",
+            "ses_orchard1",
+            "ses_drip1",
+            "ses_explore1",
+            "ses_drip2"
+        ]
+    );
+    let canonical = storage.canonicalize().unwrap();
+    let in_tree: Vec<String> = files
+        .iter()
+        .filter(|f| f.path.parent() == Some(canonical.as_path()))
+        .map(|f| f.stem())
+        .collect();
+    assert_eq!(in_tree, ["ses_drip1", "ses_drip2"]);
+    let orchard = files.iter().find(|f| f.stem() == "ses_orchard1").unwrap();
+    assert_eq!(
+        orchard.path.parent(),
+        Some(db.canonicalize().unwrap().as_path())
+    );
+
+    let (b, cursors) = read_all(&files);
+    assert!(b.skips.is_empty(), "{:?}", b.skips);
+    let session = |id: &str| b.sessions.iter().find(|s| s.id == id).unwrap();
+    let drip = session("ses_drip1");
+    assert_eq!(
+        drip.title.as_deref(),
+        Some("Drip irrigation timer skips Tuesdays")
+    );
+    assert_eq!(drip.project.as_deref(), Some("/home/dev/garden"));
+    assert_eq!(drip.source_agent, "opencode");
+    assert_eq!(drip.created_at, Some(1760000000000));
+    let sub = session("ses_drip2");
+    assert_eq!(sub.parent_id.as_deref(), Some("ses_drip1"));
+    assert_eq!(sub.source_agent, "opencode/subagent");
+    assert_eq!(
+        session("ses_orchard1").title.as_deref(),
+        Some("Fix the uploader retrying forever")
+    );
+    // A record per session file and per message with its parts, the files' JSON inside.
+    assert_eq!(b.records.len(), 3 + 8 + 3 + 3);
+    let drip_records: Vec<_> = b
+        .records
+        .iter()
+        .filter(|r| r.source_path.contains("storage/ses_drip1"))
+        .collect();
+    assert_eq!(drip_records.len(), 3);
+    assert!(drip_records[0].raw.contains("\"version\": \"0.9.2\""));
+
+    let msg = |id: &str| b.messages.iter().find(|m| m.id == id).unwrap();
+    assert_eq!(msg("msg_drip1a").role, Role::User);
+    assert_eq!(
+        msg("msg_drip1a").search_text.as_deref(),
+        Some("The drip irrigation timer never waters on Tuesdays. Why?")
+    );
+    let answer = msg("msg_drip1b");
+    assert_eq!(answer.model.as_deref(), Some("claude-sonnet-4"));
+    assert_eq!(answer.timestamp, 1760000005000);
+    assert!(answer
+        .search_text
+        .as_deref()
+        .unwrap()
+        .contains("leaves out 'tue'"));
+    let part = |ty: &str| {
+        b.parts
+            .iter()
+            .find(|p| p.message_id == "msg_drip1b" && p.part_type == ty)
+            .unwrap_or_else(|| panic!("{ty}"))
+    };
+    assert!(part("thinking").text.as_deref().unwrap().contains("Monday"));
+    assert_eq!(part("tool_call").tool_name.as_deref(), Some("bash"));
+    assert!(part("tool_result")
+        .text
+        .as_deref()
+        .unwrap()
+        .contains("WEEKDAYS"));
+    assert_eq!(part("tool_result").is_error, Some(false));
+
+    // Nothing changed: not read again.
+    let drip1 = files.iter().position(|f| f.stem() == "ses_drip1").unwrap();
+    let again = read_file(&files[drip1], Some(&cursors[drip1]));
+    assert_eq!(again.mode, ReadMode::Unchanged);
+
+    // The session grows by a prompt: only it is read, numbered on.
+    let msgs = storage.join("message/ses_drip1");
+    std::fs::write(
+        msgs.join("msg_drip1c.json"),
+        r#"{"id":"msg_drip1c","sessionID":"ses_drip1","role":"user","time":{"created":1760000400000}}"#,
+    )
+    .unwrap();
+    let parts = storage.join("part/msg_drip1c");
+    std::fs::create_dir_all(&parts).unwrap();
+    std::fs::write(
+        parts.join("prt_drip1c1.json"),
+        r#"{"id":"prt_drip1c1","messageID":"msg_drip1c","sessionID":"ses_drip1","type":"text","text":"Now water twice on hot days"}"#,
+    )
+    .unwrap();
+    // A part that is not JSON: a skip naming its file, the rest read.
+    std::fs::write(parts.join("prt_drip1c2.json"), "{\"id\": \"prt_dr").unwrap();
+    let grown = read_file(&files[drip1], Some(&cursors[drip1]));
+    assert_eq!(grown.mode, ReadMode::Appended);
+    let ids: Vec<&str> = grown.batch.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["msg_drip1c"]);
+    assert_eq!(grown.batch.records[0].line, cursors[drip1].line + 1);
+    assert_eq!(grown.batch.skips.len(), 1, "{:?}", grown.batch.skips);
+    let skip = &grown.batch.skips[0];
+    assert!(
+        skip.reason.contains("prt_drip1c2.json") && skip.reason.contains("malformed JSON"),
+        "{skip:?}"
+    );
+}
+
+#[test]
+fn a_storage_tree_alone_is_found_and_its_lines_parse_as_read() {
+    let d = tempfile::tempdir().unwrap();
+    let storage = with_tree(d.path());
+    // The home, or the tree's folder itself.
+    for dir in [d.path(), storage.as_path()] {
+        let ids: Vec<String> = sessions(dir).iter().map(|f| f.stem()).collect();
+        assert_eq!(ids, ["ses_drip1", "ses_orchard1", "ses_drip2"], "{dir:?}");
+    }
+    crate::tests::db_lines_rederive(d.path(), OPENCODE);
+    // A session file that is not JSON: reported when the tree is listed.
+    std::fs::write(storage.join("session/global/ses_bad.json"), "not json").unwrap();
+    let found = discover_all(d.path(), Some(OPENCODE));
+    assert_eq!(found.files.len(), 3);
+    assert_eq!(found.unreadable.len(), 1, "{:?}", found.unreadable);
+    assert!(found.unreadable[0].path.ends_with("ses_bad.json"));
+}

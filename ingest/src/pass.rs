@@ -39,6 +39,7 @@ impl<'a> Pass<'a> {
             },
             last_ts: cursor.last_ts,
             fallback_ts,
+            held: false,
         };
         let kind = match cursor.format.as_deref() {
             Some(f) => Source::parse(f),
@@ -92,6 +93,9 @@ impl<'a> Pass<'a> {
             }
         };
         let text = text.strip_suffix('\r').unwrap_or(text);
+        if self.file.is_text() {
+            return self.text_line(line_no, offset, text);
+        }
         if text.trim().is_empty() {
             return self.skip(line_no, "empty line".into());
         }
@@ -117,6 +121,25 @@ impl<'a> Pass<'a> {
         if cut && self.batch.messages.len() > messages_before {
             self.note_cut(line_no);
         }
+        self.record(line_no, offset, record_type, text);
+    }
+
+    /// A line of a plain-text transcript: a record as it is (a blank line is not one: the
+    /// gap in the line numbers keeps its place), read by the parser.
+    fn text_line(&mut self, line_no: u64, offset: u64, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let record_type = match &mut self.parser {
+            Some(p) => p
+                .records
+                .text_line(&mut self.common, line_no, text, &mut self.batch),
+            None => None,
+        };
+        self.record(line_no, offset, record_type, text);
+    }
+
+    fn record(&mut self, line_no: u64, offset: u64, record_type: Option<String>, text: &str) {
         let session_id =
             (!self.common.session.id.is_empty()).then(|| self.common.session.id.clone());
         self.records += 1;
@@ -189,6 +212,7 @@ impl<'a> Pass<'a> {
         cursor.parent_id.clone_from(&s.parent_id);
         cursor.project.clone_from(&s.project);
         cursor.last_ts = self.common.last_ts;
+        cursor.held = self.common.held;
         // A file with no recognisable session keeps its records (session_id null) only.
         if !s.id.is_empty() && self.parser.is_some() && self.records > 0 {
             s.source_agent = source_agent.to_owned();

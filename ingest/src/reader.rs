@@ -105,7 +105,7 @@ fn read_file_unguarded(file: &SourceFile, prev: Option<&FileCursor>, budget: u64
         .map_or(0, |d| d.as_nanos() as i64);
 
     if let Some(p) = prev {
-        if !p.partial && p.size == size && p.mtime_ns == mtime_ns {
+        if !p.partial && !p.held && p.size == size && p.mtime_ns == mtime_ns {
             return ReadOutcome {
                 mode: ReadMode::Unchanged,
                 batch: FileBatch::default(),
@@ -114,13 +114,14 @@ fn read_file_unguarded(file: &SourceFile, prev: Option<&FileCursor>, budget: u64
             };
         }
     }
-    let replayed = file.kind.is_some_and(|k| k.replayed);
-    // A replayed file's session is what the whole file says: never read in parts.
-    let budget = if replayed { u64::MAX } else { budget };
-    // Resume only if the bytes we already consumed are still there, unchanged (a replayed
-    // file is read again from the start: the store keeps only the lines it has not seen).
+    let whole = file.read_whole();
+    // A replayed file's session (or a document) is what the whole file says: never read
+    // in parts.
+    let budget = if whole { u64::MAX } else { budget };
+    // Resume only if the bytes we already consumed are still there, unchanged (a file read
+    // whole is read again from the start: the store keeps only the lines it has not seen).
     let (mode, mut cursor) = match prev {
-        Some(p) if !replayed && still_holds(&f, size, p) => {
+        Some(p) if !whole && still_holds(&f, size, p) => {
             let mode = if p.partial {
                 ReadMode::Continued
             } else {
@@ -155,8 +156,7 @@ fn read_file_unguarded(file: &SourceFile, prev: Option<&FileCursor>, budget: u64
     let start = cursor.offset;
     let mut buf = Vec::new();
     let mut lines_read = 0;
-    let document = replayed && file.path.extension().is_some_and(|e| e == "json");
-    if document {
+    if file.is_document() {
         // One JSON document (not lines): one record, the file as it is.
         match read_document(&mut reader, &mut buf) {
             Ok(consumed) if consumed > MAX_LINE_BYTES as u64 => pass.skip(
@@ -202,8 +202,9 @@ fn read_file_unguarded(file: &SourceFile, prev: Option<&FileCursor>, budget: u64
             };
             if !complete && buf.len() <= MAX_LINE_BYTES {
                 // A last line with no newline: a writer may still be appending it. Keep it if
-                // it is already a whole JSON object, otherwise leave it for the next sync.
-                if !is_json_object(&buf) {
+                // it is already a whole JSON object (or a text transcript's line: the file is
+                // read whole again when it changes), otherwise leave it for the next sync.
+                if !file.is_text() && !is_json_object(&buf) {
                     pass.skip(
                         line_no,
                         "incomplete last line (no newline yet); read again on the next sync".into(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::Common;
-use crate::model::FileBatch;
+use crate::model::{FileBatch, Skip};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceFile {
@@ -45,6 +45,30 @@ impl SourceFile {
         }
         self.is_subagent || c.session.parent_id.is_some()
     }
+
+    /// Whether the file is one JSON document of its client ([`Source::documents`]).
+    pub(crate) fn is_document(&self) -> bool {
+        self.kind.is_some_and(|k| k.documents) && is_json(&self.path)
+    }
+
+    /// Whether the file is a plain-text transcript of its client ([`Source::text`]).
+    pub(crate) fn is_text(&self) -> bool {
+        self.kind.is_some_and(|k| k.text) && is_txt(&self.path)
+    }
+
+    /// Whether a changed file is read again whole, from its start and in one part: a
+    /// replayed client's file, a document, or a plain-text transcript.
+    pub(crate) fn read_whole(&self) -> bool {
+        self.kind.is_some_and(|k| k.replayed) || self.is_document() || self.is_text()
+    }
+}
+
+fn is_json(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
+}
+
+fn is_txt(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "txt")
 }
 
 /// One client: who it is, where its sessions are, how its records are read.
@@ -62,6 +86,9 @@ pub struct Source {
     pub home_in_var: &'static str,
     /// Its home under `$HOME` when that variable is not set.
     pub home_default: &'static str,
+    /// Other builds of the client that keep the same layout in a home of their own (VS Code
+    /// Insiders, VSCodium): each its (`home_in_var`, `home_default`), read like the first.
+    pub editions: &'static [(&'static str, &'static str)],
     /// The folders under its home that hold its session files; when none of them exists,
     /// the folder given is searched whole (a copy of the files, a test fixture).
     pub layout: &'static [&'static str],
@@ -76,9 +103,16 @@ pub struct Source {
     /// database, whose sessions are read one at a time as if each were a file.
     pub database: Option<&'static Database>,
     /// Whether a session is what its whole file says, not what its lines add up to (a log of
-    /// changes to one document, or the document itself): a changed file is read again from
-    /// its first line, in one part, and a `.json` file is one record, the document.
+    /// changes to one document): a changed file is read again from its first line, in one
+    /// part.
     pub(crate) replayed: bool,
+    /// Whether its `.json` session files are each one JSON document (a whole chat, written
+    /// again whole as it grows): one record, read again whole when the file changes.
+    pub(crate) documents: bool,
+    /// Whether its `.txt` session files are transcripts in plain text (Cursor's older agent
+    /// transcripts): each line a record as it is, read by [`RecordParser::text_line`], the
+    /// file read again whole when it changes (a turn spans lines).
+    pub(crate) text: bool,
 }
 
 /// A client's database (SQLite) of sessions. Each session is a [`SourceFile`] whose path
@@ -89,6 +123,9 @@ pub struct Source {
 pub struct Database {
     /// The database's file name in the client's home.
     pub file: &'static str,
+    /// The folder in the client's home where older builds kept the same sessions as files,
+    /// read as the database is (see [`Tree`]).
+    pub(crate) tree: Option<Tree>,
     /// The sessions it holds, oldest first.
     pub(crate) sessions: fn(&rusqlite::Connection) -> rusqlite::Result<Vec<DbSession>>,
     /// A session's stamp: how many rows it has and its newest update (ms). A session whose
@@ -102,6 +139,21 @@ pub struct Database {
     /// message's rows, and every message of a changed session is compared with what was read.
     pub(crate) timed: bool,
 }
+
+/// Sessions an older build kept as a tree of files (OpenCode's `storage/`), read through an
+/// in-memory copy of the database's tables so the same queries serve both. A session of the
+/// tree is a [`SourceFile`] at `<folder>/<session id>`; a session that is in the database
+/// too is read from the database only.
+pub(crate) struct Tree {
+    /// The folder's name in the client's home.
+    pub folder: &'static str,
+    /// The tables made from the folder: every session's own row (`None`), or one session's
+    /// rows; with the files that could not be read, as skips.
+    pub load: fn(&Path, Option<&str>) -> Result<Loaded, String>,
+}
+
+/// A connection to the tables a [`Tree`] was read into, and the files that could not be.
+pub(crate) type Loaded = (rusqlite::Connection, Vec<Skip>);
 
 /// A message of a session as the database holds it.
 pub(crate) struct Unit {
@@ -167,6 +219,18 @@ pub(crate) trait RecordParser: Send {
     /// The `source_agent` of the file's session.
     fn source_agent(&self) -> &'static str;
 
+    /// Handle one line of a plain-text transcript ([`Source::text`]; blank lines are not
+    /// passed: a gap in the numbers is one): returns its record type.
+    fn text_line(
+        &mut self,
+        _c: &mut Common,
+        _line_no: u64,
+        _text: &str,
+        _out: &mut FileBatch,
+    ) -> Option<String> {
+        None
+    }
+
     /// After the pass's last record: push the rows that only the whole file makes.
     fn finish(&mut self, _c: &mut Common, _out: &mut FileBatch) {}
 }
@@ -181,13 +245,37 @@ impl Source {
         }
     }
 
-    /// Its home: its variable (with `home_in_var` under it), else `home_default` under
-    /// `$HOME`.
-    pub fn home(&self) -> Option<PathBuf> {
-        std::env::var_os(self.home_var)
-            .filter(|v| !v.is_empty())
-            .map(|v| PathBuf::from(v).join(self.home_in_var))
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(self.home_default)))
+    /// Its homes: its variable (with `home_in_var` under it), else `home_default` under
+    /// `$HOME`; then its other editions' the same way.
+    pub fn homes(&self) -> Vec<PathBuf> {
+        let var = std::env::var_os(self.home_var).filter(|v| !v.is_empty());
+        let home = std::env::var_os("HOME");
+        std::iter::once((self.home_in_var, self.home_default))
+            .chain(self.editions.iter().copied())
+            .filter_map(|(in_var, default)| match (&var, &home) {
+                (Some(v), _) => Some(PathBuf::from(v).join(in_var)),
+                (None, Some(h)) => Some(PathBuf::from(h).join(default)),
+                (None, None) => None,
+            })
+            .collect()
+    }
+
+    /// Whether discovery takes the file at `path` as one of its sessions: a `.jsonl` file
+    /// (or, for a client of documents, a `.json` file; of text transcripts, a `.txt` file)
+    /// its [`Source::transcript`] accepts.
+    pub fn session_file(&self, path: &Path) -> bool {
+        (path.extension().is_some_and(|e| e == "jsonl")
+            || self.documents && is_json(path)
+            || self.text && is_txt(path))
+            && (self.transcript)(path)
+    }
+
+    /// Whether the file at `path` is read whole when it changes (a replayed client's
+    /// session file, a document, a text transcript), so its client must be known before it
+    /// is read.
+    pub(crate) fn read_whole(&self, path: &Path) -> bool {
+        (self.replayed || self.documents && is_json(path) || self.text && is_txt(path))
+            && self.session_file(path)
     }
 
     /// The folders of `dir` that hold session files (see [`Source::layout`]).

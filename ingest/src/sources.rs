@@ -58,11 +58,11 @@ pub(crate) fn sniff(v: &Value) -> Option<SourceKind> {
     SOURCES.iter().copied().find(|s| (s.sniff)(v))
 }
 
-/// Every client's home (see [`Source::home`]), in registry order.
+/// Every client's homes (see [`Source::homes`]), in registry order.
 pub fn default_sources() -> Vec<(SourceKind, PathBuf)> {
     SOURCES
         .iter()
-        .filter_map(|s| Some((*s, s.home()?)))
+        .flat_map(|s| s.homes().into_iter().map(move |h| (*s, h)))
         .collect()
 }
 

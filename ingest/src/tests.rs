@@ -317,6 +317,177 @@ fn copilot_events_read_in_two_passes_give_what_one_gives() {
     assert_eq!(one.batch.records.len() + two.batch.records.len(), 19);
 }
 
+/// Copy the folder `from` to `to`, each file last written at `when` (else now).
+pub(crate) fn copy_tree(
+    from: &std::path::Path,
+    to: &std::path::Path,
+    when: Option<std::time::SystemTime>,
+) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target, when);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+            if let Some(when) = when {
+                let f = std::fs::File::options().write(true).open(&target).unwrap();
+                f.set_modified(when).unwrap();
+            }
+        }
+    }
+}
+
+/// A copy of the fixture folder `name` of `tests/clients` whose files were last written
+/// `age` ago.
+fn aged_copy(name: &str, age: std::time::Duration) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let when = std::time::SystemTime::now() - age;
+    copy_tree(&clients().join(name), d.path(), Some(when));
+    d
+}
+
+const TEXT_SESSION: &str = "aaaaaaaa-1111-4aaa-8aaa-aaaaaaaaaaaa";
+
+#[test]
+fn cursor_transcripts_in_plain_text() {
+    let old = aged_copy("cursor-text", std::time::Duration::from_secs(3600));
+    for kind in [Some(CURSOR), None] {
+        let found = crate::discover_all(old.path(), kind);
+        let names: Vec<String> = found
+            .files
+            .iter()
+            .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        // The `.txt` beside a `.jsonl` of the same name is left to it.
+        assert_eq!(
+            names,
+            [
+                format!("{TEXT_SESSION}.txt"),
+                "cccccccc-3333-4ccc-8ccc-cccccccccccc.jsonl".to_owned()
+            ],
+            "{kind:?}"
+        );
+        assert!(found.files[0].is_text());
+    }
+    let b = read_tree(old.path(), Some(CURSOR));
+    assert!(b.skips.is_empty(), "{:?}", b.skips);
+    assert_eq!(b.sessions.len(), 2);
+    let s = b.sessions.iter().find(|s| s.id == TEXT_SESSION).unwrap();
+    assert_eq!(s.source_agent, "cursor");
+    assert_eq!(
+        s.project.as_deref(),
+        Some("/home/dev/greenhouse"),
+        "the workspace the first turn states"
+    );
+    // Every line but the blank ones is a record, as written.
+    let records: Vec<_> = b
+        .records
+        .iter()
+        .filter(|r| r.session_id.as_deref() == Some(TEXT_SESSION))
+        .collect();
+    assert_eq!(records.len(), 30);
+    assert_eq!(records[1].raw, "<user_info>");
+    let mine: Vec<_> = b
+        .messages
+        .iter()
+        .filter(|m| m.session_id == TEXT_SESSION)
+        .collect();
+    let turns: Vec<(u64, &str)> = mine
+        .iter()
+        .map(|m| (m.source_line, m.role.as_str()))
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            (1, "user"),
+            (11, "assistant"),
+            (20, "assistant"),
+            (23, "user"),
+            (28, "assistant"),
+            (36, "assistant")
+        ]
+    );
+    assert_eq!(mine[0].id, format!("{TEXT_SESSION}:1"));
+    assert_eq!(mine[0].timestamp, 1_772_439_300_000, "<timestamp>, UTC+1");
+    assert_eq!(
+        mine[0].search_text.as_deref(),
+        Some("The greenhouse vent opens at night when it is cold. Why?")
+    );
+    assert_eq!(mine[1].search_text, None, "thinking and a tool call only");
+    assert!(mine[2]
+        .search_text
+        .as_deref()
+        .unwrap()
+        .contains("Fahrenheit"));
+    let parts = |m: &crate::model::MessageRow| -> Vec<(String, Option<String>, Option<String>)> {
+        b.parts
+            .iter()
+            .filter(|p| p.message_id == m.id)
+            .map(|p| {
+                (
+                    p.part_type.clone(),
+                    p.tool_name.clone(),
+                    p.text.clone().or(p.body.clone()),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        parts(mine[1]),
+        [
+            (
+                "thinking".into(),
+                None,
+                Some(
+                    "The controller may compare a Celsius reading with a Fahrenheit limit.".into()
+                )
+            ),
+            (
+                "tool_call".into(),
+                Some("Read".into()),
+                Some(r#"{"path":"vent/controller.py"}"#.into())
+            ),
+            (
+                "tool_result".into(),
+                Some("Read".into()),
+                Some("THRESHOLD_F = 25\nif sensor.celsius() > THRESHOLD_F:".into())
+            ),
+        ]
+    );
+    assert_eq!(
+        parts(mine[4])[0].2.as_deref(),
+        Some(r#"{"command":"pytest vent","cwd":"/home/dev/greenhouse"}"#)
+    );
+}
+
+/// A plain-text transcript still being written: its last turn waits until it is followed
+/// or the file stops changing; the file is read again whole when it grows.
+#[test]
+fn a_text_transcript_being_written_is_read_turn_by_turn() {
+    let fresh = aged_copy("cursor-text", std::time::Duration::ZERO);
+    let found = crate::discover_all(fresh.path(), Some(CURSOR));
+    let f = &found.files[0];
+    let first = read_file(f, None);
+    assert_eq!(first.batch.messages.len(), 5, "the last answer waits");
+    assert!(first.cursor.held);
+    // Unchanged but held: looked at again (still waiting).
+    let again = read_file(f, Some(&first.cursor));
+    assert_ne!(again.mode, ReadMode::Unchanged);
+    assert_eq!(again.batch.messages.len(), 5);
+    // A new prompt follows: the answer before it is read, the prompt waits.
+    let mut text = std::fs::read_to_string(&f.path).unwrap();
+    text.push_str("\nuser:\n<user_query>\nNow log each opening.\n</user_query>\n");
+    std::fs::write(&f.path, text).unwrap();
+    let grown = read_file(f, Some(&again.cursor));
+    assert_eq!(grown.mode, ReadMode::Rewritten);
+    let ids: Vec<&str> = grown.batch.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids.len(), 6);
+    assert_eq!(ids[5], format!("{TEXT_SESSION}:36"));
+    assert!(grown.cursor.held);
+}
+
 #[test]
 fn cursor_transcripts_in_both_layouts() {
     let b = read_tree(&clients().join("cursor"), Some(CURSOR));
@@ -416,11 +587,15 @@ fn gemini_chats_replayed_with_replacements_rewinds_and_checkpoints() {
     for kind in [Some(GEMINI), None] {
         let b = read_tree(&clients().join("gemini"), kind);
         assert!(b.skips.is_empty(), "{:?}", b.skips);
-        assert_eq!(b.sessions.len(), 3, "{kind:?}: {:?}", b.sessions);
+        // A row per file: the resumed legacy chat's `.json` and `.jsonl` are one session.
+        assert_eq!(b.sessions.len(), 6, "{kind:?}: {:?}", b.sessions);
+        let ids: std::collections::BTreeSet<&str> =
+            b.sessions.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids.len(), 5, "{ids:?}");
         assert_eq!(
             b.records.len(),
-            12 + 3 + 4,
-            "every line a record, control lines too"
+            12 + 3 + 4 + 1 + 1 + 5,
+            "every line a record, control lines too, a legacy chat one record"
         );
         let s = b
             .sessions
@@ -502,7 +677,104 @@ fn gemini_chats_replayed_with_replacements_rewinds_and_checkpoints() {
             .map(|m| m.id.as_str())
             .collect();
         assert_eq!(ids, ["x2", "y2"], "a checkpoint replaces every message");
+
+        // An older build's whole chat: one record, its messages, the project by its id.
+        let legacy = b
+            .sessions
+            .iter()
+            .find(|s| s.id.starts_with("dddd"))
+            .unwrap();
+        assert_eq!(legacy.source_agent, "gemini");
+        assert_eq!(legacy.project.as_deref(), Some("/home/dev/kiosk"));
+        let header: serde_json::Value =
+            serde_json::from_str(legacy.header.as_deref().unwrap()).unwrap();
+        assert!(header.get("messages").is_none(), "{header}");
+        assert_eq!(header["projectHash"], "9c0ffee");
+        let ids: Vec<&str> = b
+            .messages
+            .iter()
+            .filter(|m| m.session_id == legacy.id)
+            .map(|m| m.id.as_str())
+            .collect();
+        assert_eq!(ids, ["d1", "d2", "d3"]);
+        assert_eq!(msg("d2").role, Role::Assistant);
+        assert_eq!(msg("d2").model.as_deref(), Some("gemini-2.5-flash"));
+        assert_eq!(
+            part("d2", "tool_result").text.as_deref(),
+            Some("Coordinate Transformation Matrix: 0.98 0 0.01")
+        );
+        assert!(part("d2", "thinking")
+            .text
+            .as_deref()
+            .unwrap()
+            .starts_with("Calibration: "));
+        assert_eq!(msg("d3").role, Role::System);
+        // Resumed by a newer build: the `.jsonl` goes on under the same session id.
+        let resumed: std::collections::BTreeSet<&str> = b
+            .messages
+            .iter()
+            .filter(|m| m.session_id.starts_with("eeee"))
+            .map(|m| m.id.as_str())
+            .collect();
+        assert_eq!(
+            resumed.into_iter().collect::<Vec<_>>(),
+            ["e1", "e2", "e3", "e4"]
+        );
     }
+}
+
+/// A legacy chat is written again whole as it grows: a changed file is read again from its
+/// start, and one cut short (being written) is left for the next sync.
+#[test]
+fn a_legacy_gemini_chat_is_read_whole_each_time_it_changes() {
+    let d = tempfile::tempdir().unwrap();
+    let chats = d.path().join("tmp/p1/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let path = chats.join("session-2025-11-01T10-00-ffffffff.json");
+    let doc = |n: usize| {
+        let messages: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"id":"m{i}","timestamp":"2025-11-01T10:00:0{i}Z","type":"user","content":"note {i}"}}"#
+                )
+            })
+            .collect();
+        format!(
+            "{{\n  \"sessionId\": \"f1\",\n  \"projectHash\": \"p1\",\n  \"messages\": [{}]\n}}\n",
+            messages.join(",\n")
+        )
+    };
+    std::fs::write(&path, doc(2)).unwrap();
+    let found = crate::discover_all(d.path(), Some(GEMINI));
+    assert_eq!(found.files.len(), 1, "{:?}", found.files);
+    let file = &found.files[0];
+    assert!(file.is_document());
+    let first = read_file(file, None);
+    assert_eq!(first.mode, ReadMode::New);
+    assert_eq!(first.batch.records.len(), 1);
+    assert_eq!(first.batch.messages.len(), 2);
+    assert_eq!(first.cursor.line, 1);
+
+    // Rewritten with a third message: read again from its start, whole.
+    std::fs::write(&path, doc(3)).unwrap();
+    let again = read_file(file, Some(&first.cursor));
+    assert_eq!(again.mode, ReadMode::Rewritten);
+    let ids: Vec<&str> = again.batch.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["m0", "m1", "m2"]);
+    assert!(!again.cursor.partial);
+
+    // Cut short while being written: nothing read, the next sync tries again.
+    let whole = doc(4);
+    std::fs::write(&path, &whole[..whole.len() / 2]).unwrap();
+    let cut = read_file(file, Some(&again.cursor));
+    assert!(cut.batch.messages.is_empty());
+    assert_eq!(cut.batch.skips.len(), 1, "{:?}", cut.batch.skips);
+    assert!(cut.batch.skips[0].reason.contains("read again"));
+
+    // The folder's other JSON (a checkpoint) is not a session.
+    std::fs::write(chats.join("checkpoint-x.json"), "{}").unwrap();
+    assert_eq!(crate::discover_all(d.path(), Some(GEMINI)).files.len(), 1);
+    assert_eq!(crate::discover_all(d.path(), None).files.len(), 1);
 }
 
 #[test]

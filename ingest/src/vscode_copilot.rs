@@ -1,5 +1,6 @@
 //! VS Code's Copilot Chat: `$XDG_CONFIG_HOME/Code/User` or `~/.config/Code/User`
-//! (`~/Library/Application Support/Code/User` on macOS). A window's chats are in
+//! (`~/Library/Application Support/Code/User` on macOS), and the user dirs of Insiders,
+//! Code - OSS and VSCodium beside it (`Source::editions`). A window's chats are in
 //! `workspaceStorage/<hash>/chatSessions/<session id>.jsonl` (`<hash>/workspace.json` names
 //! the folder the window was opened on: the project), chats of a window with no folder in
 //! `globalStorage/emptyWindowChatSessions/` and `globalStorage/transferredChatSessions/`.
@@ -52,6 +53,26 @@ pub static SOURCE: Source = Source {
     } else {
         ".config/Code/User"
     },
+    // Insiders, the open-source build and VSCodium keep their user dirs beside Code's.
+    editions: if cfg!(target_os = "macos") {
+        &[
+            (
+                "Code - Insiders/User",
+                "Library/Application Support/Code - Insiders/User",
+            ),
+            (
+                "Code - OSS/User",
+                "Library/Application Support/Code - OSS/User",
+            ),
+            ("VSCodium/User", "Library/Application Support/VSCodium/User"),
+        ]
+    } else {
+        &[
+            ("Code - Insiders/User", ".config/Code - Insiders/User"),
+            ("Code - OSS/User", ".config/Code - OSS/User"),
+            ("VSCodium/User", ".config/VSCodium/User"),
+        ]
+    },
     layout: &[
         "workspaceStorage",
         "globalStorage/emptyWindowChatSessions",
@@ -62,6 +83,8 @@ pub static SOURCE: Source = Source {
     parser: |file, common| Box::new(VsCodeParser::new(file, common)),
     database: None,
     replayed: true,
+    documents: true,
+    text: false,
 };
 
 /// A `.json` or `.jsonl` file in one of the chat folders.
@@ -484,6 +507,8 @@ impl RecordParser for VsCodeParser {
         for (i, r) in all.iter().enumerate() {
             let last = i + 1 == all.len();
             if last && !is_over(r) && !stale {
+                // Looked at again next sync, changed or not.
+                c.held = true;
                 break;
             }
             let line = self.request_lines.get(i).copied().unwrap_or(1);

@@ -240,13 +240,25 @@ fn a_log_that_grows_and_is_compacted_keeps_every_line_and_gives_each_turn_once_o
 fn a_turn_left_unanswered_is_read_once_the_file_is_stale() {
     let (_d, user) = home();
     let f = file(&user, LOG);
-    set_age(&f.path, Duration::from_secs(31 * 60));
-    let out = read_file(&f, None);
+    // Read a second before it goes stale: the last turn is held back, and the file is
+    // looked at again next time.
+    let stale = Duration::from_millis(crate::common::STALE_MS as u64);
+    set_age(&f.path, stale - Duration::from_secs(1));
+    let fresh = read_file(&f, None);
+    assert_eq!(ids(&fresh.batch).len(), 4);
+    assert!(fresh.cursor.held);
+    // The file does not change again (same size and time): once stale, the turn is read.
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = read_file(&f, Some(&fresh.cursor));
+    assert_ne!(out.mode, ReadMode::Unchanged);
     assert_eq!(ids(&out.batch).len(), 6, "VS Code closed mid-answer");
     assert_eq!(
         part(&out.batch, "request_a3/response", "text"),
         ["Looking at the rain"]
     );
+    assert!(!out.cursor.held);
+    let again = read_file(&f, Some(&out.cursor));
+    assert_eq!(again.mode, ReadMode::Unchanged);
 }
 
 #[test]

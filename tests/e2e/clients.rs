@@ -234,6 +234,84 @@ fn cursor_default_home_is_synced_searched_and_read_over_mcp() {
     );
 }
 
+#[test]
+fn cursor_text_transcripts_are_synced_searched_and_read_over_mcp() {
+    let env = Env::new();
+    let home = env.dir.path().join(".cursor");
+    copy_dir(&clients().join("cursor-text"), &home);
+    let dir = home.join("projects/home-dev-greenhouse/agent-transcripts");
+    let text = dir.join("aaaaaaaa-1111-4aaa-8aaa-aaaaaaaaaaaa.txt");
+    // Written an hour ago: Cursor is done with it, its last answer is read too.
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let f = std::fs::File::options().write(true).open(&text).unwrap();
+    f.set_modified(hour_ago).unwrap();
+    let r = env.json(&["sync", "--json"]);
+    assert_eq!(
+        r["files_new"], 2,
+        "the text transcript and the JSONL one: {r}"
+    );
+    assert_eq!(r["skipped"], 0, "{r}");
+    assert_eq!(r["messages_added"], 6 + 2, "{r}");
+    let hits = env.json(&["search", "greenhouse vent opens at night", "--json"]);
+    assert_eq!(
+        hits["sessions"][0]["session_id"], "aaaaaaaa-1111-4aaa-8aaa-aaaaaaaaaaaa",
+        "{hits}"
+    );
+    // The text copy beside the JSONL one is not read.
+    let copy = env.json(&["search", "parsnip", "--json"]);
+    assert_eq!(copy["sessions"].as_array().map(Vec::len), Some(0), "{copy}");
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let page = c
+            .ok(
+                "pond_get_session",
+                json!({"id": "aaaaaaaa-1111-4aaa-8aaa-aaaaaaaaaaaa"}),
+            )
+            .await;
+        for seen in [
+            "The greenhouse vent opens at night when it is cold. Why?",
+            "vent/controller.py",
+            "THRESHOLD_F = 25",
+            "pytest vent",
+            "3 passed in 0.41s",
+            "All three vent tests pass.",
+        ] {
+            assert!(page.contains(seen), "{seen:?} missing from:\n{page}");
+        }
+        c.service.cancel().await.unwrap();
+    });
+    let again = env.json(&["sync", "--json"]);
+    assert_eq!(again["files_unchanged"], 2, "{again}");
+    // Restored as it was written, blank lines included.
+    let out = env.dir.path().join("restored");
+    env.ok(&[
+        "restore",
+        "aaaaaaaa-1111-4aaa-8aaa-aaaaaaaaaaaa",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let restored: Vec<_> = walk(&out);
+    assert_eq!(restored.len(), 1, "{restored:?}");
+    assert_eq!(
+        std::fs::read(&restored[0]).unwrap(),
+        std::fs::read(&text).unwrap()
+    );
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 const GEMINI_SESSION: &str = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
 
 #[test]
@@ -241,12 +319,22 @@ fn gemini_default_home_is_synced_searched_and_read_over_mcp() {
     let env = Env::new();
     copy_dir(&clients().join("gemini"), &env.dir.path().join(".gemini"));
     let r = env.json(&["sync", "--json"]);
-    assert_eq!(r["files_new"], 3, "{r}");
+    // Four logs, two older builds' whole chats (one resumed in a log of its own).
+    assert_eq!(r["files_new"], 6, "{r}");
     assert_eq!(r["skipped"], 0, "{r}");
     let status = env.ok(&["status"]);
     assert!(
-        status.contains("sessions by source: gemini 2, gemini/subagent 1"),
+        status.contains("sessions by source: gemini 4, gemini/subagent 1"),
         "{status}"
+    );
+    let legacy = env.json(&[
+        "search",
+        "touchscreen ignores taps near the bezel",
+        "--json",
+    ]);
+    assert_eq!(
+        legacy["sessions"][0]["session_id"], "dddddddd-dddd-4ddd-8ddd-dddddddddddd",
+        "{legacy}"
     );
     let hits = env.json(&[
         "search",
@@ -286,6 +374,16 @@ fn gemini_default_home_is_synced_searched_and_read_over_mcp() {
             assert!(page.contains(seen), "{seen:?} missing from:\n{page}");
         }
         assert!(!page.contains("Set it to 2.0."), "rewound:\n{page}");
+        // A legacy chat resumed by a newer build reads whole, each message once.
+        let resumed = c
+            .ok(
+                "pond_get_session",
+                json!({"id": "eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee"}),
+            )
+            .await;
+        for seen in ["five idle minutes", "show the date too", "weekday and date"] {
+            assert_eq!(resumed.matches(seen).count(), 1, "{seen:?} in:\n{resumed}");
+        }
         c.service.cancel().await.unwrap();
     });
     // `$GEMINI_CLI_HOME` names the folder that holds `.gemini`, as the client reads it.
@@ -299,7 +397,7 @@ fn gemini_default_home_is_synced_searched_and_read_over_mcp() {
         &["sync", "--source", "gemini", "--json"],
         &[("GEMINI_CLI_HOME", home.to_str().unwrap())],
     );
-    assert_eq!(r["files_new"], 3, "{r}");
+    assert_eq!(r["files_new"], 6, "{r}");
 }
 
 const OPENCODE_SESSION: &str = "ses_orchard1";
@@ -346,6 +444,55 @@ fn first_syncs_of_a_database(
     let again = env.json(&["sync", "--json"]);
     assert_eq!(again["files_unchanged"], sessions, "{again}");
     assert_eq!(again["records_added"], 0);
+}
+
+/// Every file under `dir` with its bytes, to show a sync wrote none of them.
+fn tree_bytes(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = walk(dir)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn an_older_opencode_storage_tree_is_synced_searched_and_read_over_mcp() {
+    let env = Env::new();
+    let db = opencode_home(&env);
+    let storage = db.with_file_name("storage");
+    copy_dir(&clients().join("opencode/storage"), &storage);
+    let before = tree_bytes(&storage);
+    // The database's three sessions, the tree's two (its copy of one the database has
+    // gives way to the database's).
+    first_syncs_of_a_database(
+        &env,
+        &db,
+        [5, 5 + 12, 12],
+        json!([{"source_agent": "opencode", "n": 3}, {"source_agent": "opencode/subagent", "n": 2}]),
+        "opencode 3",
+    );
+    assert_eq!(tree_bytes(&storage), before, "the tree is never written");
+    let hits = env.json(&["search", "drip irrigation Tuesdays", "--json"]);
+    assert_eq!(hits["sessions"][0]["session_id"], "ses_drip1", "{hits}");
+    let title = env.sql_json("SELECT title FROM sessions WHERE id = 'ses_orchard1'");
+    assert_eq!(title[0]["title"], "Fix the uploader retrying forever");
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let page = c.ok("pond_get_session", json!({"id": "ses_drip1"})).await;
+        for seen in [
+            "never waters on Tuesdays",
+            "grep -n WEEKDAYS src/schedule.py",
+            "WEEKDAYS = ['mon', 'wed'",
+            "leaves out 'tue'",
+        ] {
+            assert!(page.contains(seen), "{seen:?} missing from:\n{page}");
+        }
+        c.service.cancel().await.unwrap();
+    });
 }
 
 #[test]
@@ -538,6 +685,14 @@ fn vscode_copilot_chats_are_synced_searched_and_read_over_mcp() {
     let env = Env::new();
     let user = env.dir.path().join(".config/Code/User");
     copy_dir(&clients().join("vscode-copilot/User"), &user);
+    // The snapshot is VSCodium's, in its own user dir beside Code's.
+    let empty = "globalStorage/emptyWindowChatSessions";
+    let codium = env.dir.path().join(".config/VSCodium/User").join(empty);
+    std::fs::create_dir_all(&codium).unwrap();
+    for f in std::fs::read_dir(user.join(empty)).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::rename(&f, codium.join(f.file_name().unwrap())).unwrap();
+    }
     let r = env.json(&["sync", "--json"]);
     assert_eq!(r["files_new"], 2, "a change log and a snapshot: {r}");
     assert_eq!(r["skipped"], 0, "{r}");
