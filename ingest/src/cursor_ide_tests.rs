@@ -221,12 +221,7 @@ fn a_conversation_changed_between_reads_gives_only_what_is_new() {
     )
     .unwrap();
     let changed = read_file(&f, Some(&done.cursor));
-    let ids: Vec<&str> = changed
-        .batch
-        .messages
-        .iter()
-        .map(|m| m.id.as_str())
-        .collect();
+    let ids = crate::tests::message_ids(&changed.batch);
     assert_eq!(ids, ["b-o2"]);
     assert!(changed.batch.records[0].raw.contains("no cap at all"));
 }

@@ -24,7 +24,7 @@ use crate::cursor::{FileCursor, RowCursor};
 use crate::model::Skip;
 use crate::outcome::{failed, ReadMode, ReadOutcome};
 use crate::pass::Pass;
-use crate::source::{Database, Loaded, SourceFile, SourceKind, Unit};
+use crate::source::{Database, Loaded, SourceFile, SourceKind, Stamp, Unit};
 use crate::sqlite::{open, unreadable};
 
 /// A session id that can name a path under the database's (one component, not `.`/`..`).
@@ -59,6 +59,18 @@ pub fn sessions(path: &Path, kind: SourceKind) -> Result<(Vec<SourceFile>, Vec<S
     Ok((files, skips))
 }
 
+/// The read of a session whose stamp is what the last read saw, with nothing held back.
+fn unchanged(prev: Option<&FileCursor>, stamp: Stamp) -> Option<ReadOutcome> {
+    let p = prev?;
+    let seen = p.rows.as_ref().is_some_and(|r| r.held == 0);
+    (seen && !p.partial && (p.size, p.mtime_ns) == stamp).then(|| ReadOutcome {
+        mode: ReadMode::Unchanged,
+        batch: Default::default(),
+        cursor: p.clone(),
+        lines_read: 0,
+    })
+}
+
 /// The database at `path`, or, when `path` is the folder of the client's older tree of
 /// files ([`Database::tree`]), the tables made from it (every session's own row, or the rows
 /// of the session `only`), with the files that could not be read.
@@ -89,20 +101,21 @@ fn read_session(
     id: &str,
     prev: Option<&FileCursor>,
 ) -> Result<ReadOutcome, String> {
+    // A tree of files is stamped by its files' names and times, before any is read.
+    let tree = db.tree.as_ref().filter(|_| path.is_dir());
+    let tree_stamp = tree.map(|t| (t.stamp)(path, id)).transpose()?;
+    if let Some(out) = tree_stamp.and_then(|s| unchanged(prev, s)) {
+        return Ok(out);
+    }
     let (conn, unread) = connect(path, db, Some(id))?;
     // One snapshot for the stamp and the rows.
     let tx = conn.unchecked_transaction().map_err(unreadable)?;
-    let stamp = (db.stamp)(&tx, id).map_err(unreadable)?;
-    if let Some(p) = prev {
-        let seen = p.rows.as_ref().is_some_and(|r| r.held == 0);
-        if seen && !p.partial && (p.size, p.mtime_ns) == stamp {
-            return Ok(ReadOutcome {
-                mode: ReadMode::Unchanged,
-                batch: Default::default(),
-                cursor: p.clone(),
-                lines_read: 0,
-            });
-        }
+    let stamp = match tree_stamp {
+        Some(s) => s,
+        None => (db.stamp)(&tx, id).map_err(unreadable)?,
+    };
+    if let Some(out) = unchanged(prev, stamp) {
+        return Ok(out);
     }
     let mut cursor = prev.cloned().unwrap_or_default();
     let mut rows_at = cursor.rows.take().unwrap_or_default();

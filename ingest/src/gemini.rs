@@ -170,7 +170,7 @@ impl GeminiParser {
         let Some(id) = str_field(v, "id").filter(|s| !s.is_empty()) else {
             return;
         };
-        remove(out, |m| m.id == id && m.session_id == c.session.id);
+        remove(out, &c.session.id, |m| m == id);
         let ts = c.touch(parse_ts(v.get("timestamp")));
         let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
         let role = match ty {
@@ -254,7 +254,7 @@ impl GeminiParser {
                 .filter(|m| mine(m))
                 .map(|m| m.id.clone())
                 .collect();
-            remove(out, |m| mine(m) && gone.contains(&m.id));
+            remove(out, &c.session.id, |m| gone.contains(m));
         }
     }
 }
@@ -282,8 +282,7 @@ impl RecordParser for GeminiParser {
             self.set(c, set);
             // A checkpoint: the messages it lists are all there is.
             if let Some(list) = set.get("messages").and_then(Value::as_array) {
-                let id = c.session.id.clone();
-                remove(out, |m| m.session_id == id);
+                remove(out, &c.session.id, |_| true);
                 for m in list {
                     self.message(c, line_no, m, out);
                 }
@@ -322,21 +321,15 @@ impl RecordParser for GeminiParser {
     }
 }
 
-/// Drop the messages `gone` selects, with their parts.
-fn remove(out: &mut FileBatch, gone: impl Fn(&MessageRow) -> bool) {
-    let ids: std::collections::HashSet<(String, String)> = out
-        .messages
-        .iter()
-        .filter(|m| gone(m))
-        .map(|m| (m.session_id.clone(), m.id.clone()))
-        .collect();
-    if ids.is_empty() {
+/// Drop the messages of `session` whose id `gone` selects, with their parts (no copies
+/// made: an answer replaced as its tool calls run makes this a per-message cost).
+fn remove(out: &mut FileBatch, session: &str, gone: impl Fn(&str) -> bool) {
+    let hit = |s: &str, id: &str| s == session && gone(id);
+    if !out.messages.iter().any(|m| hit(&m.session_id, &m.id)) {
         return;
     }
-    out.messages
-        .retain(|m| !ids.contains(&(m.session_id.clone(), m.id.clone())));
-    out.parts
-        .retain(|p| !ids.contains(&(p.session_id.clone(), p.message_id.clone())));
+    out.messages.retain(|m| !hit(&m.session_id, &m.id));
+    out.parts.retain(|p| !hit(&p.session_id, &p.message_id));
 }
 
 /// A `PartListUnion`'s text: a string, a part (`{text}`), or a list of them.

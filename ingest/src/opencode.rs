@@ -54,6 +54,7 @@ static DATABASE: Database = Database {
     tree: Some(Tree {
         folder: "storage",
         load: crate::opencode_storage::load,
+        stamp: crate::opencode_storage::stamp,
     }),
     sessions,
     stamp,

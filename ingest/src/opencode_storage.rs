@@ -12,7 +12,9 @@
 //! The tree is read into an in-memory copy of the database's tables ([`load`]), each file's
 //! JSON as the row's `data`, so OpenCode's queries, its change detection and its parser
 //! serve both. A file has no update time of its own: a row's `time_updated` is its file's
-//! modification time, so a message whose file is written again is read again.
+//! modification time, so a message whose file is written again is read again. A session's
+//! stamp comes from its files' names and times ([`stamp`]): an unchanged session is listed,
+//! never read.
 
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
@@ -22,7 +24,7 @@ use serde_json::Value;
 
 use crate::common::MAX_LINE_BYTES;
 use crate::model::Skip;
-use crate::source::Loaded;
+use crate::source::{Loaded, Stamp};
 use crate::sqlite::unreadable;
 use crate::text::str_field;
 
@@ -105,6 +107,37 @@ pub(crate) fn load(storage: &Path, only: Option<&str>) -> Result<Loaded, String>
     }
     tx.commit().map_err(unreadable)?;
     Ok((conn, skips))
+}
+
+/// The stamp of the session `id` of the tree at `storage`: how many message and part files
+/// it has, and the newest time (ms) of those and of its session file (the database's stamp:
+/// rows and newest update, each row's update being its file's time).
+pub(crate) fn stamp(storage: &Path, id: &str) -> Result<Stamp, String> {
+    let mut skips = Vec::new();
+    let mut files = 0u64;
+    let mut newest = 0i64;
+    let mut note = |path: &Path, count: bool| {
+        if let Ok(t) = std::fs::metadata(path).and_then(|m| m.modified()) {
+            let ms = t
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            newest = newest.max(ms);
+        }
+        files += u64::from(count);
+    };
+    for session in session_files(storage, Some(id), &mut skips) {
+        note(&session, false);
+    }
+    for message in json_files(&storage.join("message").join(id), &mut skips) {
+        note(&message, true);
+        for part in json_files(&storage.join("part").join(stem(&message)), &mut skips) {
+            note(&part, true);
+        }
+    }
+    match skips.first() {
+        Some(s) => Err(format!("{}: {}", s.path, s.reason)),
+        None => Ok((files, newest)),
+    }
 }
 
 /// A session's messages and their parts.

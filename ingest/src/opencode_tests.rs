@@ -255,12 +255,7 @@ fn a_database_changed_between_reads_gives_only_what_is_new() {
     )
     .unwrap();
     let changed = read_file(main, Some(&completed.cursor));
-    let ids: Vec<&str> = changed
-        .batch
-        .messages
-        .iter()
-        .map(|m| m.id.as_str())
-        .collect();
+    let ids = crate::tests::message_ids(&changed.batch);
     assert_eq!(ids, ["msg_o1"]);
     assert!(changed.batch.records[0].raw.contains("Uploader retries"));
 }
@@ -535,6 +530,22 @@ fn an_older_builds_storage_tree_is_read_as_the_database_is() {
         skip.reason.contains("prt_drip1c2.json") && skip.reason.contains("malformed JSON"),
         "{skip:?}"
     );
+    // Stamped by its files' names and times: not read (nor the bad file reported) again.
+    let still = read_file(&files[drip1], Some(&grown.cursor));
+    assert_eq!(still.mode, ReadMode::Unchanged);
+
+    // A message's file written again (OpenCode adds to an answer): that message is read
+    // again, a new line under the same id.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    let answer = msgs.join("msg_drip1b.json");
+    let text = std::fs::read_to_string(&answer).unwrap();
+    std::fs::write(&answer, text.replace("0.012", "0.013")).unwrap();
+    let f = std::fs::File::options().write(true).open(&answer).unwrap();
+    f.set_modified(later).unwrap();
+    let changed = read_file(&files[drip1], Some(&still.cursor));
+    let ids = crate::tests::message_ids(&changed.batch);
+    assert_eq!(ids, ["msg_drip1b"]);
+    assert!(changed.batch.records[0].raw.contains("0.013"));
 }
 
 #[test]

@@ -130,7 +130,7 @@ pub struct Database {
     pub(crate) sessions: fn(&rusqlite::Connection) -> rusqlite::Result<Vec<DbSession>>,
     /// A session's stamp: how many rows it has and its newest update (ms). A session whose
     /// stamp is what the last read saw is not read again.
-    pub(crate) stamp: fn(&rusqlite::Connection, &str) -> rusqlite::Result<(u64, i64)>,
+    pub(crate) stamp: fn(&rusqlite::Connection, &str) -> rusqlite::Result<Stamp>,
     /// A session's own row, and its messages updated after a time (ms), in order (every
     /// message, when the database keeps no update times: see `timed`).
     pub(crate) rows: fn(&rusqlite::Connection, &str, i64) -> rusqlite::Result<Rows>,
@@ -150,7 +150,14 @@ pub(crate) struct Tree {
     /// The tables made from the folder: every session's own row (`None`), or one session's
     /// rows; with the files that could not be read, as skips.
     pub load: fn(&Path, Option<&str>) -> Result<Loaded, String>,
+    /// A session's stamp from its files' names and times alone (how many, the newest), so
+    /// an unchanged session costs a listing, not a read: it stands for the
+    /// [`Database::stamp`] of a tree's sessions.
+    pub stamp: fn(&Path, &str) -> Result<Stamp, String>,
 }
+
+/// A session's stamp: how many rows it has and its newest update (ms).
+pub(crate) type Stamp = (u64, i64);
 
 /// A connection to the tables a [`Tree`] was read into, and the files that could not be.
 pub(crate) type Loaded = (rusqlite::Connection, Vec<Skip>);

@@ -339,6 +339,11 @@ pub(crate) fn copy_tree(
     }
 }
 
+/// The ids of a batch's messages, in order.
+pub(crate) fn message_ids(b: &crate::FileBatch) -> Vec<&str> {
+    b.messages.iter().map(|m| m.id.as_str()).collect()
+}
+
 /// A copy of the fixture folder `name` of `tests/clients` whose files were last written
 /// `age` ago.
 fn aged_copy(name: &str, age: std::time::Duration) -> tempfile::TempDir {
