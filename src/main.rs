@@ -476,13 +476,15 @@ fn quiet_panics() {
 }
 
 /// Log to stderr: the filter of `POND_LOG`, else `RUST_LOG`, else the level `-v`/`-q` ask
-/// (warnings by default). Colour only on a terminal: an MCP host writes a server's stderr,
+/// (warnings by default, but for Lance's notes on empty index partitions). Colour only on a terminal: an MCP host writes a server's stderr,
 /// and a worker's goes through its supervisor, into log files.
 fn logging(cli: &Cli) {
     use tracing_subscriber::EnvFilter;
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "error",
-        (_, 0) => "warn",
+        // Lance's vector index builder warns of every empty partition, which clustered
+        // vectors leave and which costs nothing: said with `-v`.
+        (_, 0) => "warn,lance::index::vector::builder=error",
         (_, 1) => "info",
         (_, 2) => "debug",
         _ => "trace",
@@ -529,8 +531,21 @@ fn few_arenas() {
     let _ = cap;
 }
 
+/// Lance's vector index statistics, which pond reads only for the count of rows not yet
+/// indexed, by default also carry every centroid as JSON (and warn that this will change):
+/// opt in to the lean statistics now, unless the variable says otherwise. Workers inherit
+/// it.
+fn lean_index_statistics() {
+    const VAR: &str = "LANCE_INCLUDE_VECTOR_CENTROIDS";
+    if std::env::var_os(VAR).is_none() {
+        // Before any thread but this one exists.
+        std::env::set_var(VAR, "false");
+    }
+}
+
 fn main() -> std::process::ExitCode {
     quiet_panics();
+    lean_index_statistics();
     pond_store::owner_only();
     let matches = Cli::command().get_matches();
     let mut cli = match Cli::from_arg_matches(&matches) {
