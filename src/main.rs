@@ -476,8 +476,9 @@ fn quiet_panics() {
 }
 
 /// Log to stderr: the filter of `POND_LOG`, else `RUST_LOG`, else the level `-v`/`-q` ask
-/// (warnings by default, but for Lance's notes on empty index partitions). Colour only on a terminal: an MCP host writes a server's stderr,
-/// and a worker's goes through its supervisor, into log files.
+/// (warnings by default, but for Lance's notes on empty index partitions). Colour only on a
+/// terminal: an MCP host writes a server's stderr, and a worker's goes through its
+/// supervisor, into log files.
 fn logging(cli: &Cli) {
     use tracing_subscriber::EnvFilter;
     let level = match (cli.quiet, cli.verbose) {

@@ -58,7 +58,7 @@ pub static SOURCE: Source = Source {
 fn is_transcript(path: &Path) -> bool {
     path.components()
         .any(|c| c.as_os_str() == "agent-transcripts")
-        && !(path.extension().is_some_and(|e| e == "txt") && path.with_extension("jsonl").is_file())
+        && !(crate::source::is_txt(path) && path.with_extension("jsonl").is_file())
 }
 
 /// `{role, message}` with no `type`, `uuid` or `sessionId` (Claude Code's lines have them).
@@ -173,15 +173,16 @@ impl CursorParser {
         }
         let mut said = Vec::new();
         for (i, s) in cursor_text::sections(&t.lines).iter().enumerate() {
-            let mut p = PartRow::with_text(&m, i as u32, s.kind, s.text());
+            let mut p = match s.kind {
+                "tool_call" => PartRow {
+                    body: Some(s.arguments().to_string()),
+                    ..PartRow::of(&m, i as u32, s.kind)
+                },
+                _ => PartRow::with_text(&m, i as u32, s.kind, s.text()),
+            };
             p.tool_name.clone_from(&s.name);
-            match s.kind {
-                "text" => said.extend(s.text()),
-                "tool_call" => {
-                    p.text = None;
-                    p.body = Some(s.arguments().to_string());
-                }
-                _ => {}
+            if s.kind == "text" {
+                said.extend(p.text.clone());
             }
             out.parts.push(p);
         }

@@ -24,7 +24,7 @@ use crate::cursor::{FileCursor, RowCursor};
 use crate::model::Skip;
 use crate::outcome::{failed, ReadMode, ReadOutcome};
 use crate::pass::Pass;
-use crate::source::{Database, Loaded, SourceFile, SourceKind, Stamp, Unit};
+use crate::source::{Database, Loaded, SourceFile, SourceKind, Stamp, Tree, Unit};
 use crate::sqlite::{open, unreadable};
 
 /// A session id that can name a path under the database's (one component, not `.`/`..`).
@@ -37,7 +37,7 @@ fn usable_id(id: &str) -> bool {
 /// opened or listed.
 pub fn sessions(path: &Path, kind: SourceKind) -> Result<(Vec<SourceFile>, Vec<Skip>), String> {
     let db = kind.database.expect("a database client");
-    let (conn, mut skips) = connect(path, db, None)?;
+    let (conn, mut skips) = connect(path, tree_at(db, path), None)?;
     let listed = (db.sessions)(&conn).map_err(unreadable)?;
     let mut files = Vec::new();
     for s in listed {
@@ -71,13 +71,17 @@ fn unchanged(prev: Option<&FileCursor>, stamp: Stamp) -> Option<ReadOutcome> {
     })
 }
 
-/// The database at `path`, or, when `path` is the folder of the client's older tree of
-/// files ([`Database::tree`]), the tables made from it (every session's own row, or the rows
-/// of the session `only`), with the files that could not be read.
-fn connect(path: &Path, db: &Database, only: Option<&str>) -> Result<Loaded, String> {
-    match &db.tree {
-        Some(tree) if path.is_dir() => (tree.load)(path, only),
-        _ => Ok((open(path)?, Vec::new())),
+/// The client's older tree of files ([`Database::tree`]) when `path` is its folder.
+fn tree_at<'a>(db: &'a Database, path: &Path) -> Option<&'a Tree> {
+    db.tree.as_ref().filter(|_| path.is_dir())
+}
+
+/// The database at `path`, or the tables made from the `tree` there (every session's own
+/// row, or the rows of the session `only`), with the files that could not be read.
+fn connect(path: &Path, tree: Option<&Tree>, only: Option<&str>) -> Result<Loaded, String> {
+    match tree {
+        Some(tree) => (tree.load)(path, only),
+        None => Ok((open(path)?, Vec::new())),
     }
 }
 
@@ -102,21 +106,24 @@ fn read_session(
     prev: Option<&FileCursor>,
 ) -> Result<ReadOutcome, String> {
     // A tree of files is stamped by its files' names and times, before any is read.
-    let tree = db.tree.as_ref().filter(|_| path.is_dir());
+    let tree = tree_at(db, path);
     let tree_stamp = tree.map(|t| (t.stamp)(path, id)).transpose()?;
     if let Some(out) = tree_stamp.and_then(|s| unchanged(prev, s)) {
         return Ok(out);
     }
-    let (conn, unread) = connect(path, db, Some(id))?;
+    let (conn, unread) = connect(path, tree, Some(id))?;
     // One snapshot for the stamp and the rows.
     let tx = conn.unchecked_transaction().map_err(unreadable)?;
     let stamp = match tree_stamp {
         Some(s) => s,
-        None => (db.stamp)(&tx, id).map_err(unreadable)?,
+        None => {
+            let s = (db.stamp)(&tx, id).map_err(unreadable)?;
+            if let Some(out) = unchanged(prev, s) {
+                return Ok(out);
+            }
+            s
+        }
     };
-    if let Some(out) = unchanged(prev, stamp) {
-        return Ok(out);
-    }
     let mut cursor = prev.cloned().unwrap_or_default();
     let mut rows_at = cursor.rows.take().unwrap_or_default();
     let rows = (db.rows)(&tx, id, rows_at.since).map_err(unreadable)?;

@@ -62,13 +62,13 @@ fn jsonl_files(root: &Path, unreadable: &mut Vec<Skip>) -> Vec<PathBuf> {
     out
 }
 
-/// The client that reads the file at `path` whole (`Source::read_whole`), by where it is
-/// and what it is called.
+/// The client whose session file `path` is and that reads it whole (`Source::reads_whole`),
+/// by where it is and what it is called: that client must be known before it is read.
 fn read_whole_by(path: &Path) -> Option<SourceKind> {
     crate::sources::SOURCES
         .iter()
         .copied()
-        .find(|s| s.read_whole(path))
+        .find(|s| s.reads_whole(path) && s.session_file(path))
 }
 
 fn folder_skip(dir: &Path, e: &std::io::Error) -> Skip {

@@ -48,18 +48,17 @@ impl SourceFile {
 
     /// Whether the file is one JSON document of its client ([`Source::documents`]).
     pub(crate) fn is_document(&self) -> bool {
-        self.kind.is_some_and(|k| k.documents) && is_json(&self.path)
+        self.kind.is_some_and(|k| k.document(&self.path))
     }
 
     /// Whether the file is a plain-text transcript of its client ([`Source::text`]).
     pub(crate) fn is_text(&self) -> bool {
-        self.kind.is_some_and(|k| k.text) && is_txt(&self.path)
+        self.kind.is_some_and(|k| k.text_file(&self.path))
     }
 
-    /// Whether a changed file is read again whole, from its start and in one part: a
-    /// replayed client's file, a document, or a plain-text transcript.
+    /// Whether a changed file is read again whole ([`Source::reads_whole`]).
     pub(crate) fn read_whole(&self) -> bool {
-        self.kind.is_some_and(|k| k.replayed) || self.is_document() || self.is_text()
+        self.kind.is_some_and(|k| k.reads_whole(&self.path))
     }
 }
 
@@ -67,7 +66,7 @@ fn is_json(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "json")
 }
 
-fn is_txt(path: &Path) -> bool {
+pub(crate) fn is_txt(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "txt")
 }
 
@@ -272,17 +271,25 @@ impl Source {
     /// its [`Source::transcript`] accepts.
     pub fn session_file(&self, path: &Path) -> bool {
         (path.extension().is_some_and(|e| e == "jsonl")
-            || self.documents && is_json(path)
-            || self.text && is_txt(path))
+            || self.document(path)
+            || self.text_file(path))
             && (self.transcript)(path)
     }
 
-    /// Whether the file at `path` is read whole when it changes (a replayed client's
-    /// session file, a document, a text transcript), so its client must be known before it
-    /// is read.
-    pub(crate) fn read_whole(&self, path: &Path) -> bool {
-        (self.replayed || self.documents && is_json(path) || self.text && is_txt(path))
-            && self.session_file(path)
+    /// Whether its file at `path` is one JSON document ([`Source::documents`]).
+    fn document(&self, path: &Path) -> bool {
+        self.documents && is_json(path)
+    }
+
+    /// Whether its file at `path` is a plain-text transcript ([`Source::text`]).
+    fn text_file(&self, path: &Path) -> bool {
+        self.text && is_txt(path)
+    }
+
+    /// Whether its file at `path` is read again whole, from its start and in one part, when
+    /// it changes: a replayed client's file, a document, or a plain-text transcript.
+    pub(crate) fn reads_whole(&self, path: &Path) -> bool {
+        self.replayed || self.document(path) || self.text_file(path)
     }
 
     /// The folders of `dir` that hold session files (see [`Source::layout`]).
