@@ -170,8 +170,9 @@ fn read_session(
 
 /// Which of a session's messages become lines now, in order: each complete one not read at
 /// this version already, and an incomplete one that has not changed for [`STALE_MS`]. Moves
-/// `at` past what was read. In a `timed` database `at.since` moves up to the newest update
-/// read, never past a message held back, and only versions above it are remembered; in one
+/// `at` past what was read. In a `timed` database `at.since` moves up to just below the
+/// newest update read, never past a message held back, and only versions above it are
+/// remembered; in one
 /// that is not, `units` is every message of the session and each one's version is
 /// remembered while the session has it.
 pub(crate) fn select(at: &mut RowCursor, units: Vec<Unit>, timed: bool, now: i64) -> Vec<Unit> {
@@ -201,7 +202,9 @@ pub(crate) fn select(at: &mut RowCursor, units: Vec<Unit>, timed: bool, now: i64
     above.retain(|(id, _)| !out.iter().any(|u| u.id == *id));
     above.extend(out.iter().map(|u| (u.id.clone(), u.version)));
     let since = if timed {
-        let since = held_from.map_or(newest, |t| (t - 1).max(at.since));
+        // Just below the newest update read: a message written later in the same
+        // millisecond is still to come (those read at it are remembered in `above`).
+        let since = held_from.unwrap_or(newest).saturating_sub(1).max(at.since);
         above.retain(|(_, t)| *t > since);
         since
     } else {
@@ -296,8 +299,18 @@ mod tests {
             now,
         );
         assert_eq!(ids(&got), ["m2"]);
-        assert_eq!((at.since, at.held), (400, 0));
-        assert!(at.above.is_empty());
+        assert_eq!((at.since, at.held), (399, 0));
+        assert_eq!(at.above, [("m2".to_owned(), 400)]);
+        // Another message updated in the same millisecond, written after that read: read,
+        // and m2 not again.
+        let got = select(
+            &mut at,
+            vec![unit("m2", 400, true), unit("m6", 400, true)],
+            true,
+            now,
+        );
+        assert_eq!(ids(&got), ["m6"]);
+        assert_eq!(at.since, 399);
         // A message changed after it was read is read again (a new version).
         let got = select(&mut at, vec![unit("m1", 500, true)], true, now);
         assert_eq!(ids(&got), ["m1"]);
