@@ -397,7 +397,15 @@ fn a_backfill_killed_in_the_middle_resumes_without_loss_or_duplicates() {
         .spawn()
         .unwrap();
     let versions = env.store().join("embeddings.lance/_versions");
-    let commits = || std::fs::read_dir(&versions).map_or(0, |d| d.count());
+    // Committed versions only: Lance stages each manifest in the same folder
+    // (`.tmp_7.manifest_<uuid>`) before renaming it, so a plain count runs ahead.
+    let commits = || {
+        std::fs::read_dir(&versions).map_or(0, |d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".manifest"))
+                .count()
+        })
+    };
     assert!(wait_for(120.0, || commits() >= 4), "no chunk was committed");
     let worker = children(cli.id());
     assert_eq!(worker.len(), 1, "one embed worker: {worker:?}");
