@@ -33,6 +33,15 @@ impl SourceFile {
             .unwrap_or_default()
     }
 
+    /// The database this session is read from, when it is a session of one
+    /// (`crate::database`): its path then names no file of its own.
+    pub fn database(&self) -> Option<&Path> {
+        self.kind
+            .and_then(|k| k.database)
+            .filter(|_| !self.path.is_file())
+            .and_then(|_| self.path.parent())
+    }
+
     /// Start the session of a database's session file (`crate::database`) in `c`: its id
     /// from the path until its row says, its parent from discovery. Whether it is a
     /// subagent's.

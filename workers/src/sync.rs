@@ -106,16 +106,7 @@ pub async fn run(
     let mut quarantine = Quarantine::load(store.root());
     report.write_ms += t.elapsed().as_millis() as u64;
     // What each file has left to read, and what all of them have.
-    let unread: Vec<u64> = files
-        .iter()
-        .map(|f| {
-            let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
-            let done = cursors
-                .get(&path_key(&f.path))
-                .map_or(0, |c| c.offset.min(size));
-            size - done
-        })
-        .collect();
+    let unread = unread_bytes(&files, &cursors);
     let mut prog = SyncProgress {
         files_total: files.len() as u64,
         bytes_total: unread.iter().sum(),
@@ -381,6 +372,37 @@ struct Task {
     skip: Option<String>,
 }
 
+/// What each file has left to read. A session of a database has no file of its own: it
+/// counts as an equal share of its database, so a read window holds about
+/// [`WINDOW_BYTES`] of a database's rows, not [`WINDOW_FILES`] of its sessions (at
+/// OpenCode's size 512 sessions are about 200 MiB of rows, and two windows are held at
+/// once). A session read before counts as read: the estimate is for a first read.
+fn unread_bytes(files: &[SourceFile], cursors: &HashMap<String, FileCursor>) -> Vec<u64> {
+    let mut databases: HashMap<&Path, (u64, u64)> = HashMap::new();
+    for db in files.iter().filter_map(SourceFile::database) {
+        databases
+            .entry(db)
+            .or_insert_with(|| (std::fs::metadata(db).map_or(0, |m| m.len()), 0))
+            .1 += 1;
+    }
+    files
+        .iter()
+        .map(|f| {
+            let size = match f.database() {
+                Some(db) => {
+                    let (bytes, sessions) = databases[db];
+                    bytes / sessions.max(1)
+                }
+                None => std::fs::metadata(&f.path).map_or(0, |m| m.len()),
+            };
+            let done = cursors
+                .get(&path_key(&f.path))
+                .map_or(0, |c| c.offset.min(size));
+            size - done
+        })
+        .collect()
+}
+
 /// What is left to read of `f` from `from`.
 fn queue_unread(f: &SourceFile, from: Option<&FileCursor>) -> u64 {
     let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
@@ -507,5 +529,44 @@ fn note_examples(report: &mut SyncReport, skips: &[Skip]) {
             });
         }
         tracing::debug!(path = %s.path, line = s.line, reason = %s.reason, "skipped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: PathBuf, source: &str) -> SourceFile {
+        SourceFile {
+            path,
+            kind: Source::parse(source),
+            parent_session: None,
+            is_subagent: false,
+        }
+    }
+
+    #[test]
+    fn a_database_session_counts_as_its_share_of_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("opencode.db");
+        std::fs::write(&db, vec![0u8; 3000]).unwrap();
+        let log = dir.path().join("s.jsonl");
+        std::fs::write(&log, vec![b'x'; 700]).unwrap();
+        let files = vec![
+            file(db.join("ses_a"), "opencode"),
+            file(db.join("ses_b"), "opencode"),
+            file(db.join("ses_c"), "opencode"),
+            file(log.clone(), "claude-code"),
+        ];
+        let mut cursors = HashMap::new();
+        assert_eq!(unread_bytes(&files, &cursors), [1000, 1000, 1000, 700]);
+        // Read before: nothing is estimated left (a grown session is not known until read).
+        let read = |offset| FileCursor {
+            offset,
+            ..FileCursor::default()
+        };
+        cursors.insert(path_key(&db.join("ses_b")), read(4000));
+        cursors.insert(path_key(&log), read(200));
+        assert_eq!(unread_bytes(&files, &cursors), [1000, 0, 1000, 500]);
     }
 }
