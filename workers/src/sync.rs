@@ -200,7 +200,12 @@ pub async fn run(
             };
             report.bytes_read += read;
             report.lines_read += out.lines_read;
-            prog.bytes_done += read;
+            // A database's session moves the bar by the share it was counted at (its lines
+            // are not the database's bytes), so the bar ends full.
+            prog.bytes_done += match files[i].database() {
+                Some(_) => queue.unread[i],
+                None => read,
+            };
             prog.messages += out.batch.messages.len() as u64;
             for s in &out.batch.sessions {
                 sessions.insert(s.id.clone());
@@ -568,5 +573,46 @@ mod tests {
         cursors.insert(path_key(&db.join("ses_b")), read(4000));
         cursors.insert(path_key(&log), read(200));
         assert_eq!(unread_bytes(&files, &cursors), [1000, 0, 1000, 500]);
+    }
+
+    /// A sync of a database and a file reports every byte counted as done at its end.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_progress_of_a_database_and_a_file_ends_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("opencode");
+        std::fs::create_dir_all(&home).unwrap();
+        let db = rusqlite::Connection::open(home.join("opencode.db")).unwrap();
+        db.execute_batch(include_str!("../../tests/clients/opencode/schema.sql"))
+            .unwrap();
+        db.execute_batch(include_str!("../../tests/clients/opencode/sessions.sql"))
+            .unwrap();
+        drop(db);
+        let claude = dir.path().join("claude");
+        std::fs::create_dir_all(&claude).unwrap();
+        std::fs::write(
+            claude.join("s.jsonl"),
+            r#"{"type":"user","sessionId":"s1","uuid":"u1","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hello there"}}
+"#,
+        )
+        .unwrap();
+        let store = Store::open(&dir.path().join("store"), Default::default()).unwrap();
+        let source = |agent: &str, path: &Path| pond_protocol::sync::SyncSource {
+            agent: Some(agent.into()),
+            path: path.to_owned(),
+        };
+        let req = SyncRequest {
+            sources: vec![source("opencode", &home), source("claude-code", &claude)],
+            skip_index: true,
+            exclude_projects: Vec::new(),
+        };
+        let mut last = SyncProgress::default();
+        let mut each = |p: SyncProgress| last = p;
+        let report = run(&store, &req, &mut each).await.unwrap();
+        assert_eq!(report.files_new, 4, "{report:?}");
+        assert_eq!(report.messages_added, 9, "{report:?}");
+        assert_eq!(last.files_done, 4);
+        let jsonl = std::fs::metadata(claude.join("s.jsonl")).unwrap().len();
+        assert!(last.bytes_total > jsonl, "{last:?}");
+        assert_eq!(last.bytes_done, last.bytes_total, "{last:?}");
     }
 }
