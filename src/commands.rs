@@ -420,8 +420,14 @@ fn show_sync(b: &indicatif::ProgressBar, p: Progress) {
         Progress::Sync(p) => {
             b.set_length(p.bytes_total);
             b.set_position(p.bytes_done);
+            // Every file read: what is left is the last write, the indexes and the row map.
+            let then = if p.files_done == p.files_total {
+                "; indexing"
+            } else {
+                ""
+            };
             b.set_message(format!(
-                "{}/{} files, {} messages",
+                "{}/{} files, {} messages{then}",
                 p.files_done, p.files_total, p.messages
             ));
         }
@@ -471,6 +477,9 @@ async fn with_bar<T, F: std::future::Future<Output = Result<T, pond_front::Error
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(style(template));
+        // Drawn on a clock, not only on updates: the last update shows, and the spinner
+        // moves through a phase that sends none (a sync's indexing).
+        b.enable_steady_tick(std::time::Duration::from_millis(200));
         b
     });
     let shown = bar.clone();
