@@ -71,11 +71,9 @@ pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
 /// is then `partial`, and the next call with it reads on (mode `Continued`). A sync reads a
 /// large file in such parts, so its memory follows the part, not the file.
 pub fn read_file_part(file: &SourceFile, prev: Option<&FileCursor>, budget: u64) -> ReadOutcome {
-    let read = std::panic::AssertUnwindSafe(|| match file.kind.and_then(|k| k.database) {
-        // A session in a database (its path is under the database file's). A file of the
-        // lines such a read makes (a restored copy) is read as lines.
-        Some(db) if !file.path.is_file() => crate::database::read(file, db, prev),
-        _ => read_file_unguarded(file, prev, budget),
+    let read = std::panic::AssertUnwindSafe(|| match file.database() {
+        Some(db) => crate::database::read(file, db, prev),
+        None => read_file_unguarded(file, prev, budget),
     });
     std::panic::catch_unwind(read).unwrap_or_else(|_| {
         failed(

@@ -34,12 +34,12 @@ impl SourceFile {
     }
 
     /// The database this session is read from, when it is a session of one
-    /// (`crate::database`): its path then names no file of its own.
-    pub fn database(&self) -> Option<&Path> {
+    /// (`crate::database`): its path is under the database file's and names no file of
+    /// its own. A file of the lines such a read makes (a restored copy) is read as lines.
+    pub fn database(&self) -> Option<&'static Database> {
         self.kind
             .and_then(|k| k.database)
             .filter(|_| !self.path.is_file())
-            .and_then(|_| self.path.parent())
     }
 
     /// Start the session of a database's session file (`crate::database`) in `c`: its id

@@ -383,8 +383,13 @@ struct Task {
 /// OpenCode's size 512 sessions are about 200 MiB of rows, and two windows are held at
 /// once). A session read before counts as read: the estimate is for a first read.
 fn unread_bytes(files: &[SourceFile], cursors: &HashMap<String, FileCursor>) -> Vec<u64> {
+    // A database session's path is the database's followed by the session's id.
+    let in_database: Vec<Option<&Path>> = files
+        .iter()
+        .map(|f| f.database().and(f.path.parent()))
+        .collect();
     let mut databases: HashMap<&Path, (u64, u64)> = HashMap::new();
-    for db in files.iter().filter_map(SourceFile::database) {
+    for db in in_database.iter().flatten() {
         databases
             .entry(db)
             .or_insert_with(|| (std::fs::metadata(db).map_or(0, |m| m.len()), 0))
@@ -392,8 +397,9 @@ fn unread_bytes(files: &[SourceFile], cursors: &HashMap<String, FileCursor>) -> 
     }
     files
         .iter()
-        .map(|f| {
-            let size = match f.database() {
+        .zip(&in_database)
+        .map(|(f, db)| {
+            let size = match db {
                 Some(db) => {
                     let (bytes, sessions) = databases[db];
                     bytes / sessions.max(1)
