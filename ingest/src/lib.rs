@@ -48,6 +48,8 @@ pub mod vscode_copilot;
 mod vscode_copilot_tests;
 
 pub use discover::{discover, discover_all, Discovered, SourceFile};
-pub use model::{FileBatch, MessageRow, Origin, PartRow, RecordRow, Role, SessionRow, Skip};
+pub use model::{
+    FileBatch, MessageRow, Origin, PartRow, PendingBatch, RecordRow, Role, SessionRow, Skip,
+};
 pub use reader::{read_file, FileCursor, ReadOutcome};
 pub use sources::{Source, SourceKind, SOURCES};

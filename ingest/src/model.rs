@@ -302,3 +302,33 @@ impl FileBatch {
         m + p + r
     }
 }
+
+/// Batches gathered for one write, their approximate size kept as each comes (summing the
+/// whole gathered batch again after every file was 2 % of a sync's time).
+#[derive(Debug, Default)]
+pub struct PendingBatch {
+    batch: FileBatch,
+    bytes: usize,
+}
+
+impl PendingBatch {
+    pub fn append(&mut self, other: FileBatch) {
+        self.bytes += other.approx_bytes();
+        self.batch.append(other);
+    }
+
+    /// [`FileBatch::approx_bytes`] of what is held.
+    pub fn approx_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn messages(&self) -> usize {
+        self.batch.messages.len()
+    }
+
+    /// What is held, leaving nothing.
+    pub fn take(&mut self) -> FileBatch {
+        self.bytes = 0;
+        std::mem::take(&mut self.batch)
+    }
+}

@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use pond_ingest::discover::classify;
 use pond_ingest::paths::{key_path, path_key};
 use pond_ingest::reader::LineParser;
-use pond_ingest::{FileBatch, FileCursor, Source, SourceFile};
+use pond_ingest::{FileCursor, PendingBatch, Source, SourceFile};
 use pond_store::records::StoredLines;
 use pond_store::{vectors, Store, SyncWriter, WriteStats};
 use xxhash_rust::xxh3::xxh3_64;
@@ -165,7 +165,7 @@ pub async fn rederive(
     files.sort_by(|a, b| {
         (a.is_subagent, a.path.as_os_str()).cmp(&(b.is_subagent, b.path.as_os_str()))
     });
-    let mut pending = FileBatch::default();
+    let mut pending = PendingBatch::default();
     for f in &files {
         let path = path_key(&f.path);
         let cursor = cursors.get(&path);
@@ -181,12 +181,12 @@ pub async fn rederive(
             }
             pending.append(parser.drain());
             if pending.approx_bytes() >= flush_bytes {
-                stats.add(writer.write(std::mem::take(&mut pending), &[]).await?);
+                stats.add(writer.write(pending.take(), &[]).await?);
             }
         }
         pending.append(parser.finish());
     }
-    stats.add(writer.write(pending, &[]).await?);
+    stats.add(writer.write(pending.take(), &[]).await?);
     Ok((files.len() as u64, stats))
 }
 

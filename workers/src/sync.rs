@@ -14,7 +14,9 @@ use std::time::Instant;
 use pond_ingest::paths::path_key;
 use pond_ingest::reader::read_file_part;
 use pond_ingest::reader::ReadMode;
-use pond_ingest::{discover_all, FileBatch, FileCursor, ReadOutcome, Skip, Source, SourceFile};
+use pond_ingest::{
+    discover_all, FileBatch, FileCursor, PendingBatch, ReadOutcome, Skip, Source, SourceFile,
+};
 use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
 use pond_store::forgotten::Forgotten;
 use pond_store::{indexes, maintenance, Store, StoreLock, SyncWriter};
@@ -114,7 +116,7 @@ pub async fn run(
     };
     progress(prog);
 
-    let mut pending = FileBatch::default();
+    let mut pending = PendingBatch::default();
     let mut rewritten = Vec::new();
     let mut rewritten_paths = HashSet::new();
     let mut sessions = HashSet::new();
@@ -234,7 +236,7 @@ pub async fn run(
                 new_cursors.insert(path, out.cursor);
             }
             pending.append(out.batch);
-            if pending.approx_bytes() >= FLUSH_BYTES || pending.messages.len() >= FLUSH_MESSAGES {
+            if pending.approx_bytes() >= FLUSH_BYTES || pending.messages() >= FLUSH_MESSAGES {
                 flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
             }
             progress(prog);
@@ -495,11 +497,11 @@ fn read_window(files: &[SourceFile], tasks: Vec<Task>) -> (Vec<Outcome>, u64) {
 
 async fn flush(
     writer: &mut SyncWriter<'_>,
-    pending: &mut FileBatch,
+    pending: &mut PendingBatch,
     rewritten: &mut Vec<String>,
     report: &mut SyncReport,
 ) -> Result<(), SyncError> {
-    let batch = std::mem::take(pending);
+    let batch = pending.take();
     if batch.is_empty() {
         return Ok(());
     }
