@@ -5,7 +5,7 @@
 //! database, `opencode/opencode.db`), Cursor's IDE (one database,
 //! `cursor-ide/globalStorage/state.vscdb`) and VS Code's Copilot Chat (change logs under
 //! `vscode-copilot/workspaceStorage/`) 0 unless given, Claude Code the rest (with its subagent
-//! files).
+//! files). DIR must be new or empty.
 
 use std::path::PathBuf;
 
@@ -39,6 +39,13 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let out = out.ok_or_else(|| anyhow::anyhow!("--out DIR is required"))?;
+    // A second corpus over the first would mix them (files of both; the databases refuse).
+    if std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_some()) {
+        anyhow::bail!(
+            "{} is not empty: give a new folder (or remove this one)",
+            out.display()
+        );
+    }
     let started = std::time::Instant::now();
     let shares = [
         spec.codex_share,
