@@ -160,8 +160,9 @@ pub(crate) enum ConfigAction {
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
-    /// Ingest new session lines from every client installed here (Claude Code, Codex,
-    /// GitHub Copilot CLI, Cursor, Gemini CLI) into the store
+    /// Ingest new sessions from every client installed here (Claude Code, Codex, GitHub
+    /// Copilot CLI and VS Code Copilot Chat, Cursor's agent CLI and IDE, Gemini CLI,
+    /// OpenCode) into the store
     Sync {
         /// Sync only this client's files (with --path: how to read that folder)
         #[arg(long, value_parser = source_choice())]
@@ -511,27 +512,6 @@ fn verbosity_args(cli: &Cli) -> Vec<std::ffi::OsString> {
     }
 }
 
-/// A serving front lives for days and answers on every thread at once: cap glibc's malloc
-/// arenas (by default up to 8 per core, each keeping what its threads freed) at two, so the
-/// memory of one client's query is reused by the next instead of kept once per thread.
-/// `POND_MALLOC_ARENAS` sets another cap (0: glibc's default), to measure it
-/// (`multi_client_bench --malloc-arenas`).
-fn few_arenas() {
-    let cap = std::env::var("POND_MALLOC_ARENAS")
-        .ok()
-        .and_then(|v| v.parse::<i32>().ok())
-        .unwrap_or(2);
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if cap > 0 {
-        // SAFETY: mallopt only sets a parameter, here before any thread but this one exists.
-        unsafe {
-            nix::libc::mallopt(nix::libc::M_ARENA_MAX, cap);
-        }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = cap;
-}
-
 /// Lance's vector index statistics, which pond reads only for the count of rows not yet
 /// indexed, by default also carry every centroid as JSON (and warn that this will change):
 /// opt in to the lean statistics now, unless the variable says otherwise. Workers inherit
@@ -553,6 +533,10 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    pond_workers::process::few_arenas();
+    if !matches!(cli.command, Command::Serve { .. } | Command::Mcp { .. }) {
+        pond_store::indexes::size_build_threads();
+    }
     logging(&cli);
     if let Command::Worker { kind, ipc, parent } = &cli.command {
         return worker(&cli, kind, ipc, *parent);
@@ -568,9 +552,6 @@ fn main() -> std::process::ExitCode {
     let settings = config::apply(&mut cli, &matches, file);
     if let Some(code) = commands::offline(&mut cli, &settings) {
         return code;
-    }
-    if matches!(cli.command, Command::Serve { .. } | Command::Mcp { .. }) {
-        few_arenas();
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

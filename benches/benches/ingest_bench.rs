@@ -69,6 +69,9 @@ async fn bench(
 fn main() {
     pond_benches::work::accept(&["--messages"], &["--clients"]);
     let messages = work::num("--messages", 100_000);
+    // The sync runs in this process, set up as pond's sync worker is.
+    pond_workers::process::few_arenas();
+    pond_store::indexes::size_build_threads();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
