@@ -298,17 +298,21 @@ impl<'a> SyncWriter<'a> {
         stats.messages = messages.len();
         stats.parts = parts.len();
         stats.records = records.len();
-        // One dataset at a time: writing the three concurrently measured no faster (Lance's
-        // encoders already use every core) and raised the peak by a fifth.
-        self.store
-            .append(MESSAGES, schema::messages_batch(&messages)?)
-            .await?;
-        self.store
-            .append(PARTS, schema::parts_batch(&parts)?)
-            .await?;
-        self.store
-            .append(RECORDS, schema::records_batch(&records)?)
-            .await?;
+        // The three datasets at once: one dataset's write keeps about one core busy, and
+        // with Lance's CPU pool sized for index builds (`indexes::size_build_threads`) the
+        // three together cut a 200k-message sync's write phase by 18-23 % for up to 15 %
+        // more peak (on Lance's one-thread pool it measured no faster). The journal covers
+        // a failure of any of them, as it did one after another.
+        let (m, p, r) = (
+            schema::messages_batch(&messages)?,
+            schema::parts_batch(&parts)?,
+            schema::records_batch(&records)?,
+        );
+        tokio::try_join!(
+            self.store.append(MESSAGES, m),
+            self.store.append(PARTS, p),
+            self.store.append(RECORDS, r),
+        )?;
         Ok(stats)
     }
 
