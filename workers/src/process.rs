@@ -29,7 +29,7 @@ pub struct WorkerArgs {
 /// threads: with one arena each its peak grew with the pool (a 200k-message sync, three
 /// pool threads: 776-879 MiB, capped 464 MiB, as fast). `POND_MALLOC_ARENAS` sets another
 /// cap (0: glibc's default), to measure it (`multi_client_bench --malloc-arenas`).
-/// Call it first thing, before any thread but the caller's exists.
+/// Call it before any thread but the caller's exists.
 pub fn few_arenas() {
     let cap = std::env::var("POND_MALLOC_ARENAS")
         .ok()

@@ -548,14 +548,10 @@ fn note_examples(report: &mut SyncReport, skips: &[Skip]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pond_ingest::discover::classify;
 
     fn file(path: PathBuf, source: &str) -> SourceFile {
-        SourceFile {
-            path,
-            kind: Source::parse(source),
-            parent_session: None,
-            is_subagent: false,
-        }
+        classify(path, Source::parse(source))
     }
 
     #[test]
