@@ -4,8 +4,15 @@
 //! Generates (once) a corpus of N messages, syncs it into a fresh store, then syncs again
 //! (nothing new). With `../shared/corpus` present, does the same on the real files. With
 //! `--clients`, also one corpus of N messages per client the generator writes (Claude Code,
-//! Codex, GitHub Copilot CLI, Cursor, Gemini CLI, OpenCode), for each client's throughput.
+//! Codex, GitHub Copilot CLI and VS Code Copilot Chat, Cursor agent and IDE, Gemini CLI,
+//! OpenCode), for each client's throughput.
 //! Runs the sync job in this process, the same code `pond sync` runs.
+//!
+//! Messages per second do not compare clients: a message is a different amount of
+//! conversation in each format (Claude Code writes a tool call and its result as two messages,
+//! Gemini CLI folds a turn's calls and results into one). The generator gives every client the
+//! same turn (a prompt, up to four tool calls with their output, an answer), so prompts per
+//! second (`{label}_prompts_per_s`) is the rate at which the same conversation is archived.
 
 use std::path::Path;
 use std::time::Instant;
@@ -43,6 +50,18 @@ async fn bench(
     let (noop, r2) = sync_once(&store, corpus).await;
     assert_eq!(r2.messages_added, 0);
     figures.insert(format!("{label}_messages"), json!(r.messages_added));
+    let prompts = store
+        .require("messages")
+        .await
+        .expect("messages")
+        .count_rows(Some("role = 'user' AND searchable".into()))
+        .await
+        .expect("count prompts");
+    figures.insert(format!("{label}_prompts"), json!(prompts));
+    figures.insert(
+        format!("{label}_prompts_per_s"),
+        json!((prompts as f64 / secs).round()),
+    );
     figures.insert(
         format!("{label}_mib"),
         json!((r.bytes_read as f64 / (1 << 20) as f64).round()),
