@@ -12,12 +12,15 @@
 //! of a message, the one search serves, is whole.
 //!
 //! The database is opened read-only with a busy timeout and each session is read in one
-//! transaction (a consistent snapshot while the client writes). Change detection is per
+//! transaction (a consistent snapshot while the client writes). A database whose client
+//! holds its lock past that timeout is not waited for again in the same sync
+//! ([`HeldDatabases`]): its other sessions are read on the next. Change detection is per
 //! session (its row count and newest update), never by the file's time, which moves for
 //! every session.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::common::{now_ms, STALE_MS};
 use crate::cursor::{FileCursor, RowCursor};
@@ -85,9 +88,61 @@ fn connect(path: &Path, tree: Option<&Tree>, only: Option<&str>) -> Result<Loade
     }
 }
 
+/// The databases whose client held its lock past the busy timeout, shared by the reads of
+/// one sync: a client busy writing for that long is not waited for once per session (a
+/// database of a thousand sessions would hold the sync for over an hour); its sessions are
+/// skipped with the reason and read on the next sync.
+#[derive(Debug, Default)]
+pub struct HeldDatabases(Mutex<HashSet<PathBuf>>);
+
+impl HeldDatabases {
+    fn holds(&self, path: &Path) -> bool {
+        self.0.lock().expect("held databases").contains(path)
+    }
+
+    fn note(&self, path: &Path) {
+        self.0
+            .lock()
+            .expect("held databases")
+            .insert(path.to_owned());
+    }
+}
+
+/// Why a session was not read.
+enum Unread {
+    /// The client held the database's lock past the busy timeout.
+    Held(String),
+    Failed(String),
+}
+
+impl From<String> for Unread {
+    fn from(reason: String) -> Unread {
+        Unread::Failed(reason)
+    }
+}
+
+/// A query's error, telling a lock held past the timeout from the rest.
+fn query_error(e: rusqlite::Error) -> Unread {
+    let held = matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    );
+    let reason = unreadable(e);
+    if held {
+        Unread::Held(reason)
+    } else {
+        Unread::Failed(reason)
+    }
+}
+
 /// Read one session of `db` from where `prev` left it. Never fails: a database that cannot
 /// be read is a skip with the reason, and the session is read again next time.
-pub(crate) fn read(file: &SourceFile, db: &Database, prev: Option<&FileCursor>) -> ReadOutcome {
+pub(crate) fn read(
+    file: &SourceFile,
+    db: &Database,
+    prev: Option<&FileCursor>,
+    held: &HeldDatabases,
+) -> ReadOutcome {
     let at = prev.map_or(0, |c| c.line);
     let (Some(path), Some(id)) = (
         file.path.parent(),
@@ -95,7 +150,22 @@ pub(crate) fn read(file: &SourceFile, db: &Database, prev: Option<&FileCursor>) 
     ) else {
         return failed(file, prev, at, "not a session of a database".into());
     };
-    read_session(file, db, path, id, prev).unwrap_or_else(|e| failed(file, prev, at, e))
+    if held.holds(path) {
+        let why = "not read: its client held the database locked earlier in this sync; it is read on the next sync";
+        return failed(file, prev, at, why.into());
+    }
+    match read_session(file, db, path, id, prev) {
+        Ok(out) => out,
+        Err(Unread::Held(reason)) => {
+            held.note(path);
+            let why = format!(
+                "{reason} (its client held it locked for {} s; it is read on the next sync)",
+                crate::sqlite::BUSY.as_secs()
+            );
+            failed(file, prev, at, why)
+        }
+        Err(Unread::Failed(reason)) => failed(file, prev, at, reason),
+    }
 }
 
 fn read_session(
@@ -104,7 +174,7 @@ fn read_session(
     path: &Path,
     id: &str,
     prev: Option<&FileCursor>,
-) -> Result<ReadOutcome, String> {
+) -> Result<ReadOutcome, Unread> {
     // A tree of files is stamped by its files' names and times, before any is read.
     let tree = tree_at(db, path);
     let tree_stamp = tree.map(|t| (t.stamp)(path, id)).transpose()?;
@@ -113,11 +183,11 @@ fn read_session(
     }
     let (conn, unread) = connect(path, tree, Some(id))?;
     // One snapshot for the stamp and the rows.
-    let tx = conn.unchecked_transaction().map_err(unreadable)?;
+    let tx = conn.unchecked_transaction().map_err(query_error)?;
     let stamp = match tree_stamp {
         Some(s) => s,
         None => {
-            let s = (db.stamp)(&tx, id).map_err(unreadable)?;
+            let s = (db.stamp)(&tx, id).map_err(query_error)?;
             if let Some(out) = unchanged(prev, s) {
                 return Ok(out);
             }
@@ -126,7 +196,7 @@ fn read_session(
     };
     let mut cursor = prev.cloned().unwrap_or_default();
     let mut rows_at = cursor.rows.take().unwrap_or_default();
-    let rows = (db.rows)(&tx, id, rows_at.since).map_err(unreadable)?;
+    let rows = (db.rows)(&tx, id, rows_at.since).map_err(query_error)?;
     drop(tx);
 
     let mut lines = Vec::new();

@@ -5,7 +5,8 @@
 //! What it is for: turning the JSONL files (and SQLite databases) that coding agents write into rows of the
 //! canonical model ([`model`]): sessions, messages, parts, and the verbatim source records.
 //! It reads files and nothing else: it knows nothing of Lance, processes or IPC, and keeps
-//! no state between calls beyond the [`reader::FileCursor`] its caller hands back in.
+//! no state between calls beyond what its caller hands back in: the
+//! [`reader::FileCursor`], and within one sync the [`reader::HeldDatabases`].
 //!
 //! What it is not: a store. Deduplication across files and runs, and every write, belong to
 //! the `pond-store` crate and the sync job in `pond-workers`.

@@ -376,6 +376,45 @@ fn a_database_being_written_is_read_when_its_writer_lets_go() {
 }
 
 #[test]
+fn a_database_held_locked_is_waited_for_once_in_a_sync_not_per_session() {
+    use crate::reader::{read_file_part, HeldDatabases};
+    let (d, db) = home();
+    let files = sessions(d.path());
+    assert!(files.len() >= 2);
+    let w = Connection::open(&db).unwrap();
+    w.execute_batch("PRAGMA journal_mode=DELETE; BEGIN EXCLUSIVE;")
+        .unwrap();
+    let held = HeldDatabases::default();
+    let t = std::time::Instant::now();
+    let first = read_file_part(&files[0], None, u64::MAX, &held);
+    let waited = t.elapsed();
+    assert_eq!(first.mode, ReadMode::Failed);
+    let reason = &first.batch.skips[0].reason;
+    assert!(
+        reason.contains("locked") && reason.contains("next sync"),
+        "{reason}"
+    );
+    assert!(waited >= std::time::Duration::from_secs(4), "{waited:?}");
+    // The same sync's next session of that database: not waited for.
+    let t = std::time::Instant::now();
+    let second = read_file_part(&files[1], None, u64::MAX, &held);
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    assert_eq!(second.mode, ReadMode::Failed);
+    assert!(second.batch.skips[0]
+        .reason
+        .contains("earlier in this sync"));
+    assert!(second.batch.messages.is_empty());
+    // The next sync, the lock let go: both sessions are read whole.
+    w.execute_batch("COMMIT;").unwrap();
+    let next = HeldDatabases::default();
+    for f in &files[..2] {
+        let out = read_file_part(f, None, u64::MAX, &next);
+        assert_eq!(out.mode, ReadMode::New, "{:?}", out.batch.skips);
+        assert!(!out.batch.records.is_empty());
+    }
+}
+
+#[test]
 fn a_database_in_wal_mode_is_read_while_its_client_holds_it_open() {
     let (d, db) = home();
     let w = Connection::open(&db).unwrap();

@@ -9,6 +9,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 pub use crate::common::MAX_LINE_BYTES;
 pub use crate::cursor::FileCursor;
+pub use crate::database::HeldDatabases;
 use crate::model::FileBatch;
 pub(crate) use crate::outcome::failed;
 pub use crate::outcome::{ReadMode, ReadOutcome};
@@ -64,15 +65,21 @@ fn open_regular(path: &std::path::Path) -> std::io::Result<File> {
 /// Read `file` from where `prev` left it. Never fails: problems become skips, and a panic
 /// in a parser (a bug) fails this file alone, with a reason, so the rest of a sync goes on.
 pub fn read_file(file: &SourceFile, prev: Option<&FileCursor>) -> ReadOutcome {
-    read_file_part(file, prev, u64::MAX)
+    read_file_part(file, prev, u64::MAX, &HeldDatabases::default())
 }
 
 /// [`read_file`], stopping at the first line boundary past `budget` bytes read: the cursor
 /// is then `partial`, and the next call with it reads on (mode `Continued`). A sync reads a
-/// large file in such parts, so its memory follows the part, not the file.
-pub fn read_file_part(file: &SourceFile, prev: Option<&FileCursor>, budget: u64) -> ReadOutcome {
+/// large file in such parts, so its memory follows the part, not the file. `held`: the
+/// databases found locked earlier in the same sync, shared by its reads.
+pub fn read_file_part(
+    file: &SourceFile,
+    prev: Option<&FileCursor>,
+    budget: u64,
+    held: &HeldDatabases,
+) -> ReadOutcome {
     let read = std::panic::AssertUnwindSafe(|| match file.database() {
-        Some(db) => crate::database::read(file, db, prev),
+        Some(db) => crate::database::read(file, db, prev, held),
         None => read_file_unguarded(file, prev, budget),
     });
     std::panic::catch_unwind(read).unwrap_or_else(|_| {

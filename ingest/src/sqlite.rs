@@ -9,8 +9,9 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 /// How long a read waits for a client's write lock before it gives up on the session (it is
-/// read again on the next sync).
-const BUSY: Duration = Duration::from_secs(5);
+/// read again on the next sync, and the database's other sessions are not waited for in this
+/// one: `database::HeldDatabases`).
+pub(crate) const BUSY: Duration = Duration::from_secs(5);
 
 /// Open a database for reading only, waiting up to [`BUSY`] for a writer's lock.
 pub(crate) fn open(path: &Path) -> Result<Connection, String> {

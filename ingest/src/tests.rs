@@ -1163,7 +1163,7 @@ fn nix_mkfifo(path: &std::path::Path) {
 
 #[test]
 fn a_file_read_in_parts_gives_what_one_read_gives() {
-    use crate::reader::read_file_part;
+    use crate::reader::{read_file_part, HeldDatabases};
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("s.jsonl");
     let lines: Vec<String> = (0..300)
@@ -1176,7 +1176,7 @@ fn a_file_read_in_parts_gives_what_one_read_gives() {
     let mut parts = crate::FileBatch::default();
     let mut calls = 0;
     loop {
-        let out = read_file_part(&f, cursor.as_ref(), 4096);
+        let out = read_file_part(&f, cursor.as_ref(), 4096, &HeldDatabases::default());
         calls += 1;
         let more = out.cursor.partial;
         parts.append(out.batch);

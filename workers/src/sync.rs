@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pond_ingest::paths::path_key;
-use pond_ingest::reader::read_file_part;
 use pond_ingest::reader::ReadMode;
+use pond_ingest::reader::{read_file_part, HeldDatabases};
 use pond_ingest::{
     discover_all, FileBatch, FileCursor, PendingBatch, ReadOutcome, Skip, Source, SourceFile,
 };
@@ -126,14 +126,16 @@ pub async fn run(
     // into the next window (its read continues from the partial cursor), so memory follows
     // the window, not the largest file. Outcomes are consumed in window order.
     let files = Arc::new(files);
+    // A database its client keeps locked is waited for once in this sync, not per session.
+    let held = Arc::new(HeldDatabases::default());
     let mut queue = Windows {
         next: 0,
         unread,
         carried: Vec::new(),
     };
     let spawn = |tasks: Vec<Task>| {
-        let files = files.clone();
-        tokio::task::spawn_blocking(move || read_window(&files, tasks))
+        let (files, held) = (files.clone(), held.clone());
+        tokio::task::spawn_blocking(move || read_window(&files, tasks, &held))
     };
     // The large files of the window being read and of the one being written: what a dead
     // worker is blamed on (see `crate::quarantine`).
@@ -460,7 +462,11 @@ type Outcome = (usize, u64, ReadOutcome);
 
 /// Read the files of one window on one thread per core, each up to [`WINDOW_BYTES`];
 /// outcomes in window order, and the wall time it took.
-fn read_window(files: &[SourceFile], tasks: Vec<Task>) -> (Vec<Outcome>, u64) {
+fn read_window(
+    files: &[SourceFile],
+    tasks: Vec<Task>,
+    held: &HeldDatabases,
+) -> (Vec<Outcome>, u64) {
     let started = Instant::now();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let next = AtomicUsize::new(0);
@@ -478,7 +484,7 @@ fn read_window(files: &[SourceFile], tasks: Vec<Task>) -> (Vec<Outcome>, u64) {
                         let before = task.from.as_ref().map_or(0, |c| c.offset);
                         let out = match &task.skip {
                             Some(why) => ReadOutcome::skipped(f, task.from.as_ref(), why.clone()),
-                            None => read_file_part(f, task.from.as_ref(), WINDOW_BYTES),
+                            None => read_file_part(f, task.from.as_ref(), WINDOW_BYTES, held),
                         };
                         mine.push((k, (task.file, before, out)));
                     }
