@@ -111,7 +111,12 @@ impl Bridge {
         format!("cannot run {}: {e}", small.display())
     }
 
-    /// `pond serve` detached: its own session, no terminal, its log in a file.
+    /// `pond serve` detached: its own session, no terminal, its log in a file, and not this
+    /// process's child. `pond mcp` starts the server and then becomes `pond-bridge` (exec),
+    /// which knows nothing of the child: a server it started would, once it exited, stay a
+    /// zombie for as long as that agent's bridge lived. So the server is started through a
+    /// child that forks it and exits at once: the server is then the child of init (or of
+    /// the nearest subreaper), which reaps it.
     fn start(&self) -> Result<(), String> {
         if let Some(dir) = self.log.parent() {
             socket::private_dir(dir)
@@ -127,22 +132,23 @@ impl Bridge {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(log);
-        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        // SAFETY: between fork and exec only async-signal-safe calls run (setsid, fork,
+        // _exit), touching no memory of the parent. The child forked here is single-threaded.
         unsafe {
             cmd.pre_exec(|| {
-                nix::unistd::setsid()
-                    .map(|_| ())
-                    .map_err(std::io::Error::from)
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                match nix::unistd::fork().map_err(std::io::Error::from)? {
+                    // The go-between: gone before the server execs.
+                    nix::unistd::ForkResult::Parent { .. } => nix::libc::_exit(0),
+                    nix::unistd::ForkResult::Child => Ok(()),
+                }
             });
         }
-        let child = cmd
+        // `spawn` returns once the server has exec'd (or says why it could not).
+        let mut go_between = cmd
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
-        // The server outlives the bridge; a thread reaps it if it exits first.
-        std::thread::spawn(move || {
-            let mut child = child;
-            let _ = child.wait();
-        });
+        let _ = go_between.wait();
         Ok(())
     }
 

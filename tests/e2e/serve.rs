@@ -275,6 +275,43 @@ fn the_server_exits_when_the_last_client_leaves_and_leaves_nothing_behind() {
     });
 }
 
+/// The parent pid of `pid`, from `/proc/<pid>/stat` (the field after the name).
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    after_name.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_server_a_bridge_starts_is_not_its_child_and_leaves_no_zombie() {
+    let env = Env::new();
+    let run = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let b = bridge(&env, run.path(), 60).await;
+        let store = env.store().canonicalize().unwrap();
+        let bridge_pid = b._child.id().unwrap();
+        let server = processes(&store, "serve")[0];
+        // `pond mcp` started it, then became `pond-bridge`, which would never reap it.
+        assert_ne!(parent_of(server), bridge_pid);
+        signal(server, nix::sys::signal::Signal::SIGTERM);
+        // Gone while the bridge that started it lives: not a zombie waiting for it.
+        assert!(
+            wait_for(10.0, || !alive(server)),
+            "the server is {}",
+            std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default()
+        );
+        assert!(alive(bridge_pid));
+        let Bridge { service, _child } = b;
+        service.cancel().await.unwrap();
+        drop(_child);
+        // The server the bridge started again after the first one's death.
+        for s in processes(&store, "serve") {
+            signal(s, nix::sys::signal::Signal::SIGTERM);
+            assert!(wait_for(10.0, || !alive(s)));
+        }
+    });
+}
+
 #[test]
 fn one_clients_long_query_does_not_hold_up_another_clients_sql_or_search() {
     let env = Env::new();
