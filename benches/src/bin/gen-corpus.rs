@@ -11,6 +11,8 @@ use std::path::PathBuf;
 
 use pond_benches::corpus::{generate, Spec};
 
+const USAGE: &str = "usage: gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F] [--cursor-share F] [--gemini-share F] [--opencode-share F] [--cursor-ide-share F] [--vscode-copilot-share F]\n(shares of sessions: Codex 0.2, the other clients 0 unless given, Claude Code the rest; DIR new or empty)";
+
 fn main() -> anyhow::Result<()> {
     let mut messages = 100_000u64;
     let mut seed = 1u64;
@@ -33,9 +35,11 @@ fn main() -> anyhow::Result<()> {
             "--opencode-share" => spec.opencode_share = value()?.parse()?,
             "--cursor-ide-share" => spec.cursor_ide_share = value()?.parse()?,
             "--vscode-copilot-share" => spec.vscode_copilot_share = value()?.parse()?,
-            other => anyhow::bail!(
-                "unknown argument {other}; usage: gen-corpus --messages N --out DIR [--seed S] [--codex-share F] [--copilot-share F] [--cursor-share F] [--gemini-share F] [--opencode-share F] [--cursor-ide-share F] [--vscode-copilot-share F]"
-            ),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => anyhow::bail!("unknown argument {other}; {USAGE}"),
         }
     }
     let out = out.ok_or_else(|| anyhow::anyhow!("--out DIR is required"))?;
