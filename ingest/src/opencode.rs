@@ -185,16 +185,29 @@ fn rows(conn: &Connection, id: &str, since: i64) -> rusqlite::Result<Rows> {
 /// Whether OpenCode has finished writing a message: a prompt once it has its parts, an
 /// answer once it completed or failed.
 fn complete(row: &str, parts: usize) -> bool {
-    let Ok(row) = serde_json::from_str::<Value>(row) else {
+    // Only what is asked is built (the rest of the row is skipped over, not made a `Value`).
+    #[derive(serde::Deserialize)]
+    struct Row {
+        data: Data,
+    }
+    #[derive(serde::Deserialize)]
+    struct Data {
+        role: Option<Value>,
+        time: Option<Value>,
+        error: Option<serde::de::IgnoredAny>,
+    }
+    // A row whose data is not an object (kept as the text it was) is complete.
+    let Ok(Row { data }) = serde_json::from_str::<Row>(row) else {
         return true;
     };
-    let data = &row["data"];
-    match data.get("role").and_then(Value::as_str) {
+    match data.role.as_ref().and_then(Value::as_str) {
         Some("user") => parts > 0,
         Some("assistant") => {
-            data.pointer("/time/completed")
+            data.time
+                .as_ref()
+                .and_then(|t| t.get("completed"))
                 .is_some_and(|t| !t.is_null())
-                || data.get("error").is_some_and(|e| !e.is_null())
+                || data.error.is_some()
         }
         _ => true,
     }

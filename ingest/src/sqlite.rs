@@ -81,9 +81,37 @@ pub(crate) fn row_json(row: &rusqlite::Row<'_>, json: &[&str]) -> rusqlite::Resu
     Ok(out)
 }
 
-/// Append `s` as a JSON string.
+/// Append `s` as a JSON string, escaped as serde_json escapes it (written in place: a row's
+/// text columns are most of what a database read copies).
 pub(crate) fn push_string(out: &mut String, s: &str) {
-    out.push_str(&serde_json::Value::from(s).to_string());
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut plain = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[plain..i]);
+        plain = i + 1;
+        if short.is_empty() {
+            out.push_str("\\u00");
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 0xf) as usize] as char);
+        } else {
+            out.push_str(short);
+        }
+    }
+    out.push_str(&s[plain..]);
+    out.push('"');
 }
 
 /// Whether `s` is a JSON object or array (checked without building it).
@@ -96,6 +124,17 @@ fn is_composite_json(s: &str) -> bool {
 mod tests {
     use super::*;
     use rusqlite::Connection;
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let mut every: String = (0u8..0x80).map(char::from).collect();
+        every.push_str("é 漢字 \u{2028} 🦀 end");
+        for s in [every.as_str(), "", "plain", "\"", "a\\b", "\u{7f}"] {
+            let mut out = String::from("x");
+            push_string(&mut out, s);
+            assert_eq!(out[1..], serde_json::Value::from(s).to_string(), "{s:?}");
+        }
+    }
 
     #[test]
     fn rows_as_json() {
