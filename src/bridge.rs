@@ -138,7 +138,7 @@ impl Bridge {
             cmd.pre_exec(|| {
                 nix::unistd::setsid().map_err(std::io::Error::from)?;
                 match nix::unistd::fork().map_err(std::io::Error::from)? {
-                    // The go-between: gone before the server execs.
+                    // The go-between exits at once; its child goes on to exec the server.
                     nix::unistd::ForkResult::Parent { .. } => nix::libc::_exit(0),
                     nix::unistd::ForkResult::Child => Ok(()),
                 }
