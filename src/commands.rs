@@ -227,10 +227,19 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             };
             let synced = with_bar(SYNC_BAR, show_sync, |p| front.sync(req, embed, p)).await?;
             if synced.report.files_seen == 0 {
-                eprintln!(
-                    "pond: no session files found under {}; point --path at a folder of session files",
-                    searched.join(", ")
-                );
+                // Something found but unreadable (a database its client keeps locked, a
+                // folder without permission) is not the same as nothing there.
+                if synced.report.skipped > 0 {
+                    eprintln!(
+                        "pond: nothing under {} could be read (the reasons are under \"skipped\")",
+                        searched.join(", ")
+                    );
+                } else {
+                    eprintln!(
+                        "pond: no session files found under {}; point --path at a folder of session files",
+                        searched.join(", ")
+                    );
+                }
             }
             if let Some(Err(e)) = synced.embedded {
                 return Err(e.into());

@@ -415,6 +415,29 @@ fn opencode_home(env: &Env) -> std::path::PathBuf {
     db
 }
 
+#[test]
+fn a_database_its_client_keeps_locked_is_reported_as_such_and_read_once_let_go() {
+    let env = Env::new();
+    let db = opencode_home(&env);
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer
+        .execute_batch("PRAGMA journal_mode=DELETE; BEGIN EXCLUSIVE;")
+        .unwrap();
+    let out = env.run(&["sync", "--source", "opencode"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("could be read"), "{stderr}");
+    assert!(!stderr.contains("no session files found"), "{stderr}");
+    assert!(stdout.contains("database is locked"), "{stdout}");
+    writer.execute_batch("COMMIT;").unwrap();
+    let r = env.json(&["sync", "--source", "opencode", "--json"]);
+    assert_eq!(r["skipped"], 0, "{r}");
+    assert!(r["messages_added"].as_u64().unwrap() > 0, "{r}");
+}
+
 /// The first sync of a client's database (`[sessions, records, messages]` added: a record
 /// per session row and message read), the sessions per agent and the status line it gives,
 /// the database never written, and a second sync that finds nothing changed.
