@@ -89,15 +89,22 @@ pub fn sync_report(r: &SyncReport) -> String {
     }
     let _ = writeln!(
         out,
-        "index: {} created, {}; {} rows not yet indexed; {:.2} s",
-        r.indexes_created,
-        if r.indexes_updated {
-            "updated"
-        } else {
-            "unchanged"
+        "index: {}; {} rows not yet indexed",
+        match (r.indexes_created, r.indexes_updated) {
+            (0, true) => "updated".to_owned(),
+            (0, false) => "unchanged".to_owned(),
+            (n, _) => format!("{n} created"),
         },
         r.unindexed_rows,
-        r.elapsed_ms as f64 / 1000.0
+    );
+    let secs = |ms: u64| ms as f64 / 1000.0;
+    let _ = writeln!(
+        out,
+        "time: {:.2} s; reading {:.2} s and writing {:.2} s (at once), indexing {:.2} s",
+        secs(r.elapsed_ms),
+        secs(r.read_ms),
+        secs(r.write_ms),
+        secs(r.index_ms)
     );
     if r.rowmap_rows > 0 {
         let _ = writeln!(
