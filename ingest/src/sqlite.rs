@@ -81,37 +81,11 @@ pub(crate) fn row_json(row: &rusqlite::Row<'_>, json: &[&str]) -> rusqlite::Resu
     Ok(out)
 }
 
-/// Append `s` as a JSON string, escaped as serde_json escapes it (written in place: a row's
-/// text columns are most of what a database read copies).
+/// Append `s` as a JSON string, serialized straight from the `str` (a row's text columns are
+/// most of what a database read copies; going through a `serde_json::Value` copied each once
+/// more).
 pub(crate) fn push_string(out: &mut String, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.reserve(s.len() + 2);
-    out.push('"');
-    let mut plain = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let short = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[plain..i]);
-        plain = i + 1;
-        if short.is_empty() {
-            out.push_str("\\u00");
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 0xf) as usize] as char);
-        } else {
-            out.push_str(short);
-        }
-    }
-    out.push_str(&s[plain..]);
-    out.push('"');
+    out.push_str(&serde_json::to_string(s).expect("a str serializes"));
 }
 
 /// Whether `s` is a JSON object or array (checked without building it).
