@@ -12,8 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pond_ingest::paths::path_key;
-use pond_ingest::reader::ReadMode;
-use pond_ingest::reader::{read_file_part, HeldDatabases};
+use pond_ingest::reader::{read_file_part, HeldDatabases, ReadMode};
 use pond_ingest::{
     discover_all, FileBatch, FileCursor, PendingBatch, ReadOutcome, Skip, Source, SourceFile,
 };

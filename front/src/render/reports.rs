@@ -111,7 +111,7 @@ pub fn sync_report(r: &SyncReport) -> String {
             out,
             "row map: rebuilt, {} rows in {:.2} s",
             r.rowmap_rows,
-            r.rowmap_ms as f64 / 1000.0
+            secs(r.rowmap_ms)
         );
     }
     out
