@@ -46,6 +46,7 @@ pub struct Found {
 /// Every secret in `text`, in order, none overlapping (where two rules claim overlapping
 /// text, the one that starts first wins, then the rule listed first).
 pub fn find(text: &str) -> Vec<Found> {
+    let text = &*escapes_as_spaces(text);
     let mut all: Vec<(Found, usize)> = Vec::new();
     for (i, c) in COMPILED.iter().enumerate() {
         all.extend(find_by(c, text).into_iter().map(|f| (f, i)));
@@ -58,6 +59,41 @@ pub fn find(text: &str) -> Vec<Found> {
         }
     }
     kept
+}
+
+/// `text` as the rules read it: each escape that stands for white space or another
+/// character (`\n`, `\t`, `\r`, `\uXXXX`) turned into as many spaces, so every offset
+/// holds for `text` too. A secret at the start of a line in JSON text (`"a\nghp_…"`), or
+/// in a shell command (`printf 'a\nghp_…'`), follows the escape's letter, where the rules'
+/// word boundary (`\b`) does not hold; after a space it does.
+fn escapes_as_spaces(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let escape_at = |i: usize| match bytes.get(i + 1) {
+        Some(b'n' | b't' | b'r') => 2,
+        Some(b'u')
+            if bytes.len() >= i + 6 && bytes[i + 2..i + 6].iter().all(u8::is_ascii_hexdigit) =>
+        {
+            6
+        }
+        _ => 0,
+    };
+    let mut at = match text.find('\\') {
+        Some(at) => at,
+        None => return Cow::Borrowed(text),
+    };
+    let mut out: Option<Vec<u8>> = None;
+    while let Some(i) = bytes[at..].iter().position(|&b| b == b'\\').map(|p| at + p) {
+        let n = escape_at(i);
+        if n > 0 {
+            out.get_or_insert_with(|| bytes.to_vec())[i..i + n].fill(b' ');
+        }
+        at = i + n.max(1);
+    }
+    match out {
+        // Only ASCII bytes were replaced, by ASCII: still UTF-8.
+        Some(v) => Cow::Owned(String::from_utf8(v).expect("ASCII replaced by ASCII")),
+        None => Cow::Borrowed(text),
+    }
 }
 
 fn find_by(c: &Compiled, text: &str) -> Vec<Found> {
@@ -249,6 +285,71 @@ mod tests {
                 assert_eq!(find_by(c, miss), vec![], "{}: {miss:?}", rule.name);
             }
         }
+    }
+
+    /// `text` as a JSON string's body: what a JSON line, `--format json` or a tool call's
+    /// input shows.
+    fn json_body(text: &str) -> String {
+        let mut out = String::new();
+        for c in text.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_secret_right_after_an_escape_is_masked_in_json_and_in_shell_text() {
+        for rule in RULES {
+            for hit in rule.hits {
+                let (text, secret) = marked(hit);
+                let (before, key, after) = (
+                    &text[..secret.start],
+                    &text[secret.clone()],
+                    &text[secret.end..],
+                );
+                // Right before the secret where the secret alone is one (a key with its
+                // prefix), else right before the text that makes it one (`NAME=value`).
+                let alone = find(key)
+                    .first()
+                    .is_some_and(|f| f.end - f.start == key.len());
+                for escape in ["\n", "\t", "\r", "\"", "\\n", "\\t"] {
+                    let decoded = match alone {
+                        true => format!("{before}{escape}{key}{after}"),
+                        false => format!("{escape}{text}"),
+                    };
+                    let encoded = json_body(&decoded);
+                    let masked = mask(&encoded);
+                    assert!(
+                        !masked.contains(&json_body(key)),
+                        "{}: {escape:?} before the secret: {masked}",
+                        rule.name
+                    );
+                    if escape.starts_with('\\') {
+                        assert!(
+                            !mask(&decoded).contains(key),
+                            "{}: {escape:?} in the text: {decoded}",
+                            rule.name
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            mask(r#"{"command":"printf 'x\\nghp_sMehGAkWvj7FAc9QeWJKY40uvSwMFLZDe1f8\\n'"}"#),
+            r#"{"command":"printf 'x\\n[secret:github-token:…e1f8]\\n'"}"#,
+            "the escape stays, only the secret goes"
+        );
+        assert_eq!(
+            mask(r"a\u0027AKIAUJZDE8GXD6NCF10E"),
+            r"a\u0027[secret:aws-access-key:…F10E]"
+        );
     }
 
     #[test]
