@@ -9,6 +9,16 @@ pub const MAX_LINE_BYTES: usize = 32 << 20;
 /// long (the client died or was closed mid-turn).
 pub const STALE_MS: i64 = 30 * 60 * 1000;
 
+/// Append the hex of `bytes` to `out`, two lowercase digits a byte.
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+}
+
 /// The time now, in ms since the epoch.
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()

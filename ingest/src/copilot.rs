@@ -20,6 +20,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::common::Common;
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
+use crate::side::{read_side_file, SIDE_FILE_BYTES};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{
     arguments_json, flatten_content, is_harness_text, join_search, parse_ts, str_field,
@@ -82,8 +83,7 @@ fn workspace_title(file: &SourceFile) -> Option<String> {
     if file.stem() != "events" {
         return None;
     }
-    let yaml = std::fs::read(file.path.parent()?.join("workspace.yaml")).ok()?;
-    let yaml = String::from_utf8_lossy(&yaml);
+    let yaml = read_side_file(&file.path.parent()?.join("workspace.yaml"), SIDE_FILE_BYTES)?;
     let value = |key: &str| {
         yaml.lines().find_map(|l| {
             let v = l.strip_prefix(key)?.strip_prefix(':')?.trim();

@@ -21,7 +21,9 @@
 //! A `turn_ended` that did not succeed is a system message; the other control lines are
 //! records only.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -97,17 +99,33 @@ fn project_folder(path: &Path) -> Option<&Path> {
     None
 }
 
-/// The workspace a project folder stands for: `workspacePath=` in its `worker.log`.
+/// How far into a `worker.log` its `workspacePath=` is looked for: the worker names its
+/// workspace as it starts, at the top of its log, which may grow large after.
+const WORKER_LOG_SCAN_BYTES: u64 = 1 << 20;
+
+/// The workspace a project folder stands for: `workspacePath=` in its `worker.log`. Found
+/// once per process (a sync worker) for each folder, not once per transcript in it; a
+/// folder whose log does not name it yet is looked at again.
 fn logged_workspace(folder: &Path) -> Option<String> {
-    let log = std::fs::read(folder.join("worker.log")).ok()?;
-    String::from_utf8_lossy(&log)
-        .lines()
-        .find_map(|l| {
-            let at = l.find("workspacePath=")? + "workspacePath=".len();
-            let v = l[at..].split_whitespace().next()?;
-            Some(v.trim_matches(|c| c == '"' || c == ',').to_owned())
-        })
-        .filter(|v| !v.is_empty())
+    static FOUND: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
+    let found = FOUND.get_or_init(Default::default);
+    let seen = |f: &Path| {
+        let found = found.lock().unwrap_or_else(|e| e.into_inner());
+        found.get(f).cloned()
+    };
+    if let Some(w) = seen(folder) {
+        return Some(w);
+    }
+    let log = folder.join("worker.log");
+    let w = crate::side::find_in_side_file(&log, WORKER_LOG_SCAN_BYTES, |l| {
+        let at = l.find("workspacePath=")? + "workspacePath=".len();
+        let v = l[at..].split_whitespace().next()?;
+        Some(v.trim_matches(|c| c == '"' || c == ',').to_owned())
+    })
+    .filter(|v| !v.is_empty())?;
+    let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+    found.insert(folder.to_owned(), w.clone());
+    Some(w)
 }
 
 /// The `Workspace Path:` line of the context Cursor adds to a user turn.

@@ -36,7 +36,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::common::Common;
+use crate::common::{Common, MAX_LINE_BYTES};
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
 use crate::source::{Database, DbSession, RecordParser, Rows, Source, SourceFile, Unit};
 use crate::sqlite::{push_string, row_json};
@@ -290,11 +290,26 @@ fn rows(conn: &Connection, id: &str, _since: i64) -> rusqlite::Result<Rows> {
     let session = Some((digest(&line), line));
 
     let (lo, hi) = key_range(&format!("{BUBBLE}{id}:"));
-    let mut stmt =
-        conn.prepare("SELECT key, value FROM cursorDiskKV WHERE key >= ?1 AND key < ?2")?;
-    let mut bubbles = HashMap::new();
+    // A bubble too large to be a line is not built: its size is read from its row's header.
+    let limit = MAX_LINE_BYTES as i64;
+    let mut stmt = conn.prepare(
+        "SELECT key, octet_length(value) FROM cursorDiskKV
+         WHERE key >= ?1 AND key < ?2 AND octet_length(value) > ?3",
+    )?;
     let prefix = lo.len();
-    for r in stmt.query_map([&lo, &hi], |r| {
+    let mut too_large = HashMap::new();
+    for r in stmt.query_map(rusqlite::params![&lo, &hi, limit], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+    })? {
+        let (k, bytes) = r?;
+        too_large.insert(k[prefix..].to_owned(), bytes);
+    }
+    let mut stmt = conn.prepare(
+        "SELECT key, value FROM cursorDiskKV
+         WHERE key >= ?1 AND key < ?2 AND coalesce(octet_length(value), 0) <= ?3",
+    )?;
+    let mut bubbles = HashMap::new();
+    for r in stmt.query_map(rusqlite::params![&lo, &hi, limit], |r| {
         Ok((r.get::<_, String>(0)?, row_json(r, &["value"])?))
     })? {
         let (k, row) = r?;
@@ -303,16 +318,28 @@ fn rows(conn: &Connection, id: &str, _since: i64) -> rusqlite::Result<Rows> {
     let last = conv.headers.last().cloned();
     let mut units = Vec::new();
     for b in &conv.headers {
+        let writing = conv.generating.contains(b) || (conv.busy && last.as_ref() == Some(b));
+        if let Some(bytes) = too_large.remove(b) {
+            units.push(Unit {
+                id: b.clone(),
+                updated: conv.updated,
+                version: bytes,
+                complete: !writing,
+                line: String::new(),
+                too_large: Some(bytes as u64),
+            });
+            continue;
+        }
         let Some(row) = bubbles.remove(b) else {
             continue;
         };
-        let writing = conv.generating.contains(b) || (conv.busy && last.as_ref() == Some(b));
         units.push(Unit {
             id: b.clone(),
             updated: conv.updated,
             version: digest(&row),
             complete: !writing,
             line: format!(r#"{{"db":"cursor","row":{row}}}"#),
+            too_large: None,
         });
     }
     // Older builds: the messages inline in the composer row.
@@ -329,6 +356,7 @@ fn rows(conn: &Connection, id: &str, _since: i64) -> rusqlite::Result<Rows> {
             version: digest(&line),
             complete: !conv.generating.contains(&bid),
             line,
+            too_large: None,
         });
     }
     Ok(Rows { session, units })

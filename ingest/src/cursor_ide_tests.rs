@@ -354,3 +354,29 @@ fn a_user_dir_is_found_by_a_walk_of_any_folder() {
     assert!(found.files.iter().all(|f| f.kind == Some(CURSOR_IDE)
         && f.path.parent() == Some(db.canonicalize().unwrap().as_path())));
 }
+
+/// A bubble over the line limit is skipped with the reason, its size read from its row's
+/// header before it is built; the conversation's other bubbles are read.
+#[test]
+fn a_bubble_too_large_to_be_a_line_is_skipped_before_it_is_built() {
+    let (d, db) = home();
+    Connection::open(&db)
+        .unwrap()
+        .execute(
+            &format!(
+                "UPDATE cursorDiskKV SET value = replace(hex(zeroblob(20000000)), '0', 'x')
+                 WHERE key = 'bubbleId:{ORCHARD}:b-o6'"
+            ),
+            [],
+        )
+        .unwrap();
+    let out = read_file(&session(d.path(), ORCHARD), None);
+    let reasons: Vec<&str> = out.batch.skips.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("message too large: its rows hold 40000000 bytes"),
+        "{reasons:?}"
+    );
+    let ids = crate::tests::message_ids(&out.batch);
+    assert_eq!(ids, ["b-o1", "b-o2", "b-o3", "b-o5"]);
+}

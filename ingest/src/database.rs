@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::common::{now_ms, STALE_MS};
+use crate::common::{now_ms, MAX_LINE_BYTES, STALE_MS};
 use crate::cursor::{FileCursor, RowCursor};
 use crate::model::Skip;
 use crate::outcome::{failed, ReadMode, ReadOutcome};
@@ -199,17 +199,18 @@ fn read_session(
     let rows = (db.rows)(&tx, id, rows_at.since).map_err(query_error)?;
     drop(tx);
 
-    let mut lines = Vec::new();
+    // Each line, or the bytes of a message's rows too large to be one.
+    let mut lines: Vec<Result<String, u64>> = Vec::new();
     if let Some((updated, line)) = rows.session {
         if prev.is_none() || updated != rows_at.session {
             rows_at.session = updated;
-            lines.push(line);
+            lines.push(Ok(line));
         }
     }
     lines.extend(
         select(&mut rows_at, rows.units, db.timed, now_ms())
             .into_iter()
-            .map(|u| u.line),
+            .map(|u| u.too_large.map_or(Ok(u.line), Err)),
     );
 
     cursor.partial = false;
@@ -218,8 +219,17 @@ fn read_session(
         pass.skip(s.line, format!("{}: {}", s.path, s.reason));
     }
     for line in &lines {
-        let line = one_line(line);
         cursor.line += 1;
+        let line = match line {
+            Ok(line) => one_line(line),
+            Err(bytes) => {
+                let why = format!(
+                    "message too large: its rows hold {bytes} bytes, over the {MAX_LINE_BYTES}-byte limit; not read"
+                );
+                pass.skip(cursor.line, why);
+                continue;
+            }
+        };
         pass.line(cursor.line, cursor.offset, line.as_bytes(), line.len() + 1);
         cursor.offset += line.len() as u64 + 1;
     }
@@ -311,6 +321,7 @@ mod tests {
             version: updated,
             complete,
             line: id.into(),
+            too_large: None,
         }
     }
 

@@ -29,6 +29,7 @@ use serde_json::Value;
 
 use crate::common::Common;
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
+use crate::side::{read_side_file, SIDE_FILE_BYTES};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{join_search, parse_ts, str_field};
 
@@ -90,19 +91,20 @@ fn project_dir(path: &Path) -> Option<&Path> {
     None
 }
 
+/// The most read of `projects.json`: one entry per project the client was used in.
+const PROJECTS_JSON_BYTES: u64 = 4 << 20;
+
 /// The project's path: its `.project_root`, else the entry of `projects.json` (in the home,
 /// beside `tmp/`) that maps to the project's id.
 fn project_root(dir: &Path) -> Option<String> {
-    if let Ok(root) = std::fs::read_to_string(dir.join(".project_root")) {
-        let root = root.trim();
-        if !root.is_empty() {
-            return Some(root.to_owned());
-        }
+    let root = read_side_file(&dir.join(".project_root"), SIDE_FILE_BYTES);
+    if let Some(root) = root.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+        return Some(root.to_owned());
     }
     let id = dir.file_name()?.to_str()?;
     let home = dir.parent()?.parent()?;
-    let projects: Value =
-        serde_json::from_slice(&std::fs::read(home.join("projects.json")).ok()?).ok()?;
+    let projects = read_side_file(&home.join("projects.json"), PROJECTS_JSON_BYTES)?;
+    let projects: Value = serde_json::from_str(&projects).ok()?;
     projects
         .get("projects")?
         .as_object()?

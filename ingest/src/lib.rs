@@ -38,6 +38,7 @@ mod outcome;
 mod pass;
 pub mod paths;
 pub mod reader;
+mod side;
 pub mod source;
 pub mod sources;
 mod sqlite;

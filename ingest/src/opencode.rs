@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::common::Common;
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
 use crate::source::{Database, DbSession, RecordParser, Rows, Source, SourceFile, Tree, Unit};
-use crate::sqlite::{push_string, row_json};
+use crate::sqlite::{push_string, row_bytes_sql, row_json};
 use crate::text::{join_search, str_field};
 
 pub const AGENT_OPENCODE: &str = "opencode";
@@ -157,10 +157,30 @@ fn rows(conn: &Connection, id: &str, since: i64) -> rusqlite::Result<Rows> {
         .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
         .filter(|r| r.as_ref().map_or(true, |(_, t)| *t > since))
         .collect::<rusqlite::Result<_>>()?;
+    // A message's bytes with its parts', from the rows' headers: one too large to be a
+    // line is not built.
+    let mut bytes = conn.prepare(&format!(
+        "SELECT ({}) + coalesce((SELECT sum({}) FROM part WHERE message_id = ?1), 0)
+         FROM message WHERE id = ?1",
+        row_bytes_sql(conn, "message")?,
+        row_bytes_sql(conn, "part")?
+    ))?;
     let mut message = conn.prepare("SELECT * FROM message WHERE id = ?1")?;
     let mut parts = conn.prepare("SELECT * FROM part WHERE message_id = ?1 ORDER BY id")?;
     let mut units = Vec::with_capacity(changed.len());
     for (mid, updated) in changed {
+        let size = bytes.query_row([&mid], |r| r.get::<_, i64>(0))? as u64;
+        if Unit::too_large(size) {
+            units.push(Unit {
+                id: mid,
+                updated,
+                version: updated,
+                complete: true,
+                line: String::new(),
+                too_large: Some(size),
+            });
+            continue;
+        }
         let row = message.query_row([&mid], |r| row_json(r, JSON_COLUMNS))?;
         let part_rows: Vec<String> = parts
             .query_map([&mid], |r| row_json(r, JSON_COLUMNS))?
@@ -177,6 +197,7 @@ fn rows(conn: &Connection, id: &str, since: i64) -> rusqlite::Result<Rows> {
             version: updated,
             complete,
             line,
+            too_large: None,
         });
     }
     Ok(Rows { session, units })

@@ -604,3 +604,34 @@ fn a_storage_tree_alone_is_found_and_its_lines_parse_as_read() {
     assert_eq!(found.unreadable.len(), 1, "{:?}", found.unreadable);
     assert!(found.unreadable[0].path.ends_with("ses_bad.json"));
 }
+
+/// A message whose rows are over the line limit (a 40 MB part) is skipped with the reason,
+/// its size read from the rows' headers before anything is built; the session's other
+/// messages are read, and the skipped one is not looked at again until it changes.
+#[test]
+fn a_message_too_large_to_be_a_line_is_skipped_before_it_is_built() {
+    let (d, db) = home();
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "INSERT INTO part VALUES ('prt_o2z', 'msg_o2', 'ses_orchard1', 1785000199700,
+                1785000199700, replace(hex(zeroblob(20000000)), '0', 'x'));",
+        )
+        .unwrap();
+    let f = session(d.path(), "ses_orchard1");
+    let out = read_file(&f, None);
+    let reasons: Vec<&str> = out.batch.skips.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("message too large: its rows hold 4000"),
+        "{reasons:?}"
+    );
+    let ids = crate::tests::message_ids(&out.batch);
+    assert!(
+        !ids.contains(&"msg_o2") && ids.contains(&"msg_o1"),
+        "{ids:?}"
+    );
+    assert!(!out.batch.records.iter().any(|r| r.raw.contains("msg_o2")));
+    let again = read_file(&f, Some(&out.cursor));
+    assert_eq!(again.mode, ReadMode::Unchanged);
+}

@@ -118,8 +118,8 @@ impl<'a> Pass<'a> {
                 .line(&mut self.common, line_no, &value, text, &mut self.batch),
             None => value.get("type").and_then(Value::as_str).map(str::to_owned),
         };
-        if cut && self.batch.messages.len() > messages_before {
-            self.note_cut(line_no);
+        if let Some(cut) = cut.filter(|_| self.batch.messages.len() > messages_before) {
+            self.note_cut(line_no, cut);
         }
         self.record(line_no, offset, record_type, text);
     }
@@ -155,7 +155,7 @@ impl<'a> Pass<'a> {
 
     /// The line's message had more blocks than were parsed: its last part says so (the
     /// record holds the line whole).
-    pub(crate) fn note_cut(&mut self, line_no: u64) {
+    pub(crate) fn note_cut(&mut self, line_no: u64, cut: crate::json::Cut) {
         let m = self.batch.messages.last().expect("a message of this line");
         let ordinal = self
             .batch
@@ -164,10 +164,19 @@ impl<'a> Pass<'a> {
             .rev()
             .take_while(|p| p.message_id == m.id && p.source_line == line_no)
             .count() as u32;
+        let read = match cut {
+            crate::json::Cut::List => format!(
+                "only the first {} items of each list in this line were read",
+                crate::json::MAX_ITEMS
+            ),
+            crate::json::Cut::Line => format!(
+                "only the first {} items of this line were read (what follows them, later messages too, was not)",
+                crate::json::MAX_LINE_ITEMS
+            ),
+        };
         let note = PartRow {
             text: Some(format!(
-                "[only the first {} items of each list in this line were read; the whole line is in records (source line {line_no})]",
-                crate::json::MAX_ITEMS
+                "[{read}; the whole line is in records (source line {line_no})]"
             )),
             ..PartRow::of(m, ordinal, "truncated")
         };

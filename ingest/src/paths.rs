@@ -17,9 +17,7 @@ pub fn os_key(s: &OsStr) -> String {
         Some(t) => t.to_owned(),
         None => {
             let mut k = String::from(BYTES);
-            for b in s.as_bytes() {
-                k.push_str(&format!("{b:02x}"));
-            }
+            crate::common::push_hex(&mut k, s.as_bytes());
             k
         }
     }
@@ -75,7 +73,8 @@ pub(crate) fn file_uri_path(uri: &str) -> Option<String> {
 /// storage folder's `workspace.json`: `folder`, or for a multi-root workspace the folder of
 /// its `.code-workspace` file.
 pub(crate) fn workspace_folder(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("workspace.json")).ok()?;
+    let text =
+        crate::side::read_side_file(&dir.join("workspace.json"), crate::side::SIDE_FILE_BYTES)?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     if let Some(f) = v.get("folder").and_then(serde_json::Value::as_str) {
         return file_uri_path(f);

@@ -15,6 +15,7 @@ pub(crate) use crate::outcome::failed;
 pub use crate::outcome::{ReadMode, ReadOutcome};
 pub use crate::pass::LineParser;
 use crate::pass::Pass;
+use crate::side::open_regular;
 use crate::source::SourceFile;
 
 /// How much of a file's start identifies it: a changed head means the file was replaced.
@@ -46,20 +47,6 @@ fn still_holds(f: &File, size: u64, prev: &FileCursor) -> bool {
     let tail =
         hash_at(f, prev.offset - prev.tail_len, prev.tail_len).is_ok_and(|h| h == prev.tail_hash);
     head && tail
-}
-
-/// Open without blocking (a path swapped for a FIFO after discovery must not hang the
-/// sync), and only a regular file.
-fn open_regular(path: &std::path::Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    Ok(f)
 }
 
 /// Read `file` from where `prev` left it. Never fails: problems become skips, and a panic

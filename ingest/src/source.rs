@@ -183,6 +183,17 @@ pub(crate) struct Unit {
     pub complete: bool,
     /// The message with its parts, as one line of JSON.
     pub line: String,
+    /// The bytes of its rows, when they are over [`MAX_LINE_BYTES`](crate::common::MAX_LINE_BYTES):
+    /// its line is not built (it is empty), and the message is skipped with the reason.
+    pub too_large: Option<u64>,
+}
+
+impl Unit {
+    /// Whether rows of `bytes` are too large to be made a line: their line would be over
+    /// [`MAX_LINE_BYTES`](crate::common::MAX_LINE_BYTES), so they are not read.
+    pub fn too_large(bytes: u64) -> bool {
+        bytes > crate::common::MAX_LINE_BYTES as u64
+    }
 }
 
 /// What one look at a session found.

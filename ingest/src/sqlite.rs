@@ -63,9 +63,7 @@ pub(crate) fn row_json(row: &rusqlite::Row<'_>, json: &[&str]) -> rusqlite::Resu
                 Ok(s) => s,
                 Err(_) => {
                     out.push_str("{\"hex\":\"");
-                    for b in t {
-                        out.push_str(&format!("{b:02x}"));
-                    }
+                    crate::common::push_hex(&mut out, t);
                     out.push_str("\"}");
                     continue;
                 }
@@ -79,6 +77,25 @@ pub(crate) fn row_json(row: &rusqlite::Row<'_>, json: &[&str]) -> rusqlite::Resu
     }
     out.push('}');
     Ok(out)
+}
+
+/// An SQL expression of the bytes a row of `table` holds (every column's, as stored, read
+/// from the row's header, not its contents): at least what its line would hold, known
+/// before the row is built.
+pub(crate) fn row_bytes_sql(conn: &Connection, table: &str) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(1))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let terms: Vec<String> = names
+        .iter()
+        .map(|n| format!("coalesce(octet_length(\"{}\"), 0)", n.replace('"', "\"\"")))
+        .collect();
+    Ok(if terms.is_empty() {
+        "0".to_owned()
+    } else {
+        terms.join(" + ")
+    })
 }
 
 /// Append `s` as a JSON string, serialized straight from the `str` (a row's text columns are

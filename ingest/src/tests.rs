@@ -587,6 +587,69 @@ fn cursor_transcripts_in_both_layouts() {
         .contains("git branch -m"));
 }
 
+/// A side file that is huge (a 3 GB `worker.log`, sparse) or a device (a `.project_root`
+/// that links to /dev/zero) is not read whole: the sessions beside it are read as ever,
+/// without what it would have said.
+#[test]
+fn huge_or_device_side_files_do_not_stop_a_read() {
+    let d = tempfile::tempdir().unwrap();
+    let (cursor, gemini) = (d.path().join("cursor"), d.path().join("gemini"));
+    copy_tree(&clients().join("cursor"), &cursor, None);
+    copy_tree(&clients().join("gemini"), &gemini, None);
+    let log = cursor.join("projects/home-dev-orchard/worker.log");
+    std::fs::File::create(&log)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let root = gemini.join("tmp/4f1c2e/.project_root");
+    std::fs::remove_file(&root).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &root).unwrap();
+    // In a thread: read whole, these files take the test's memory or never end.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let read = (
+            read_tree(&cursor, Some(CURSOR)),
+            read_tree(&gemini, Some(GEMINI)),
+        );
+        tx.send(read).unwrap();
+    });
+    let (c, g) = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the side files were read whole");
+    assert!(c.skips.is_empty() && g.skips.is_empty());
+    assert_eq!((c.sessions.len(), g.sessions.len()), (3, 6));
+    let orchard = c
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("7777"))
+        .unwrap();
+    assert_eq!(
+        orchard.project.as_deref(),
+        Some("home-dev-orchard"),
+        "the slug"
+    );
+    assert_eq!(
+        c.messages
+            .iter()
+            .filter(|m| m.session_id == orchard.id)
+            .count(),
+        6
+    );
+    let aquarium = g
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("aaaa"))
+        .unwrap();
+    assert_eq!(aquarium.project, None);
+    assert_eq!(
+        g.messages
+            .iter()
+            .filter(|m| m.session_id == aquarium.id)
+            .count(),
+        6
+    );
+}
+
 #[test]
 fn gemini_chats_replayed_with_replacements_rewinds_and_checkpoints() {
     for kind in [Some(GEMINI), None] {
@@ -726,6 +789,46 @@ fn gemini_chats_replayed_with_replacements_rewinds_and_checkpoints() {
             ["e1", "e2", "e3", "e4"]
         );
     }
+}
+
+/// A chat whose lists multiply (2000 messages, each with 2000 empty tool calls: 16 MB that
+/// parsed whole took the sync worker past 2 GiB) is parsed up to the line's cap on items:
+/// its first messages are read, the last one read says what was not, and the record holds
+/// the document whole.
+#[test]
+fn a_gemini_chat_of_nested_lists_is_read_up_to_the_lines_cap() {
+    let d = tempfile::tempdir().unwrap();
+    let chats = d.path().join("tmp/5a5a5a/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let calls = vec!["{}"; 2000].join(",");
+    let messages: Vec<String> = (0..2000)
+        .map(|i| {
+            format!(r#"{{"id":"w{i}","type":"gemini","content":"turn {i}","toolCalls":[{calls}]}}"#)
+        })
+        .collect();
+    let doc = format!(
+        r#"{{"sessionId":"wide","projectHash":"5a5a5a","startTime":"2025-11-20T10:00:00Z","messages":[{}]}}"#,
+        messages.join(",")
+    );
+    std::fs::write(chats.join("session-2025-11-20T10-00-wide.json"), &doc).unwrap();
+    let b = read_tree(d.path(), Some(GEMINI));
+    assert!(b.skips.is_empty(), "{:?}", b.skips);
+    assert_eq!(b.records.len(), 1);
+    assert_eq!(b.records[0].raw.len(), doc.len(), "the document whole");
+    let read = b.messages.len();
+    assert!(read > 100 && read < 2000, "{read} messages");
+    assert!(
+        b.parts.len() <= crate::json::MAX_LINE_ITEMS,
+        "{}",
+        b.parts.len()
+    );
+    let last = b.parts.last().unwrap();
+    assert_eq!(last.part_type, "truncated");
+    assert_eq!(last.message_id, b.messages[read - 1].id);
+    assert!(
+        last.text.as_deref().unwrap().contains("later messages too"),
+        "{last:?}"
+    );
 }
 
 /// A legacy chat is written again whole as it grows: a changed file is read again from its
