@@ -155,28 +155,20 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             session,
             project,
             before,
+            with_copies,
             dry_run,
             yes,
             json,
         } => {
-            let req = ForgetRequest {
+            let mut req = ForgetRequest {
                 session,
                 project,
                 before_ms: before.as_deref().map(search::parse_date).transpose()?,
+                with_copies,
                 dry_run,
             };
-            // On a terminal, say what would go and ask first.
-            if !dry_run && !yes && std::io::stdin().is_terminal() {
-                let preview = front
-                    .forget(ForgetRequest {
-                        dry_run: true,
-                        ..req.clone()
-                    })
-                    .await?;
-                eprint!("{}", render::reports::forgotten(&preview));
-                if preview.sessions.is_empty() || !confirm("forget them for good?")? {
-                    return Ok(());
-                }
+            if !dry_run && !yes && !consent_to_forget(front, &mut req, json, out).await? {
+                return Ok(());
             }
             let report = front.forget(req).await?;
             out.emit(json, &report, render::reports::forgotten);
@@ -365,6 +357,52 @@ async fn offer_to_forget(front: &Front, exclude_projects: &[String]) -> Result<(
         }
     }
     Ok(())
+}
+
+/// Before a forget without `--yes`: what it would remove, then the user's consent, asked on
+/// a terminal (and whether to forget the copies other sessions hold too); without a
+/// terminal, an error: piped input is no answer. Answering no is an error too ("nothing
+/// forgotten"), so a script can tell. `false` when nothing matches (said, and nothing to
+/// ask).
+async fn consent_to_forget(
+    front: &Front,
+    req: &mut ForgetRequest,
+    json: bool,
+    out: Out,
+) -> Result<bool> {
+    let preview = |req: &ForgetRequest| {
+        front.forget(ForgetRequest {
+            dry_run: true,
+            ..req.clone()
+        })
+    };
+    let mut plan = preview(req).await?;
+    if plan.sessions.is_empty() {
+        out.emit(json, &plan, render::reports::forget_plan);
+        return Ok(false);
+    }
+    eprint!("{}", render::reports::forget_plan(&plan));
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "nothing forgotten: pond forget removes sessions for good and asks first, and stdin is not a terminal; add --yes to forget these {} sessions (--dry-run only lists them)",
+            plan.sessions.len()
+        );
+    }
+    if !plan.copies.is_empty()
+        && !req.with_copies
+        && confirm("also forget the sessions that copy them, with their own messages?")?
+    {
+        req.with_copies = true;
+        plan = preview(req).await?;
+        eprint!("{}", render::reports::forget_plan(&plan));
+    }
+    if !confirm(&format!(
+        "forget these {} sessions for good?",
+        plan.sessions.len()
+    ))? {
+        anyhow::bail!("nothing forgotten");
+    }
+    Ok(true)
 }
 
 /// Ask a yes/no question on the terminal; no is the default.

@@ -325,10 +325,14 @@ pub(crate) enum Command {
         /// Sessions whose last message is before this date (YYYY-MM-DD or RFC 3339)
         #[arg(long)]
         before: Option<String>,
+        /// Also forget the sessions that copy their messages (a resumed session begins with
+        /// its predecessor's lines), with those sessions' own messages
+        #[arg(long)]
+        with_copies: bool,
         /// Say what would go; change nothing
         #[arg(long)]
         dry_run: bool,
-        /// Do not ask first (a terminal asks)
+        /// Do not ask first: required without a terminal (a terminal asks)
         #[arg(long, short = 'y')]
         yes: bool,
         #[arg(long)]

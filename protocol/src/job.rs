@@ -256,6 +256,10 @@ pub struct ForgetRequest {
     pub project: Option<String>,
     /// Sessions whose last message is older than this (Unix ms).
     pub before_ms: Option<i64>,
+    /// Also forget the sessions that hold copies of messages the selected ones own (a
+    /// resumed session's file begins with its predecessor's lines), their own messages
+    /// with them, until no copy is left.
+    pub with_copies: bool,
     /// Say what would go, change nothing.
     pub dry_run: bool,
 }
@@ -271,6 +275,9 @@ pub struct ForgetReport {
     pub vectors: u64,
     /// Bytes of old versions and files removed after the rewrite.
     pub bytes_reclaimed: u64,
+    /// Sessions not forgotten that hold copies of messages the forgotten ones owned, and
+    /// how many each: those copies stay (searchable) unless `with_copies` forgets them.
+    pub copies: Vec<(String, u64)>,
     pub elapsed_ms: u64,
     pub peak_kib: u64,
 }

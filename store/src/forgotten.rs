@@ -7,7 +7,7 @@
 //! Which sessions a request selects is decided here too ([`select`]): by id, by project,
 //! by age, always with their subagent sessions.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use arrow_array::types::UInt64Type;
@@ -17,7 +17,7 @@ use pond_protocol::job::ForgetRequest;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::read::{primitive_col, session_rows};
+use crate::read::{primitive_col, session_rows, string_col};
 use crate::schema::{sql_str, MESSAGES, SESSIONS};
 use crate::store::Store;
 
@@ -74,6 +74,47 @@ pub async fn message_rows(store: &Store, sessions: &BTreeSet<String>) -> Result<
         let mut stream = scan.try_into_stream().await?;
         while let Some(b) = stream.try_next().await? {
             out.extend(primitive_col::<UInt64Type>(&b, "_rowid")?.values().iter());
+        }
+    }
+    Ok(out)
+}
+
+/// The sessions outside `sessions` that hold a copy of a message one of `sessions` owns,
+/// with how many copies each holds, by id. A resumed session's file begins with its
+/// predecessor's lines: once the predecessor is forgotten, its messages get an owner there
+/// again (the copies are the other sessions' replayed rows until then).
+pub async fn copies(store: &Store, sessions: &BTreeSet<String>) -> Result<BTreeMap<String, u64>> {
+    let mut out = BTreeMap::new();
+    let Some(ds) = store.latest(MESSAGES).await? else {
+        return Ok(out);
+    };
+    let mut owned = HashSet::new();
+    let ids: Vec<String> = sessions.iter().map(|s| sql_str(s)).collect();
+    for chunk in ids.chunks(500) {
+        let mut scan = ds.scan();
+        scan.project(&["id"])?.filter(&format!(
+            "session_id IN ({}) AND replayed = false",
+            chunk.join(",")
+        ))?;
+        let mut stream = scan.try_into_stream().await?;
+        while let Some(b) = stream.try_next().await? {
+            owned.extend(string_col(&b, "id")?.iter().flatten().map(str::to_owned));
+        }
+    }
+    if owned.is_empty() {
+        return Ok(out);
+    }
+    let mut scan = ds.scan();
+    scan.project(&["session_id", "id"])?
+        .filter("replayed = true")?;
+    let mut stream = scan.try_into_stream().await?;
+    while let Some(b) = stream.try_next().await? {
+        let (holders, ids) = (string_col(&b, "session_id")?, string_col(&b, "id")?);
+        for i in 0..b.num_rows() {
+            let holder = holders.value(i);
+            if owned.contains(ids.value(i)) && !sessions.contains(holder) {
+                *out.entry(holder.to_owned()).or_default() += 1;
+            }
         }
     }
     Ok(out)

@@ -86,7 +86,7 @@ fn a_forgotten_session_is_gone_everywhere_and_stays_gone() {
     assert!(dry["messages"].as_u64().unwrap() > 0);
     assert_eq!(rows_of(&env, &shop), before, "a dry run changes nothing");
 
-    let done = env.json(&["forget", "--session", SHOP, "--json"]);
+    let done = env.json(&["forget", "--session", SHOP, "--yes", "--json"]);
     assert_eq!(done["sessions"].as_array().unwrap().len(), 2, "{done}");
     assert!(done["vectors"].as_u64().unwrap() > 0, "{done}");
     assert!(done["bytes_reclaimed"].as_u64().unwrap() > 0, "{done}");
@@ -147,12 +147,12 @@ fn forget_by_project_and_by_date_keeps_the_rest() {
     let env = Env::new();
     env.sync(&env.sources());
     let total = env.count("sessions");
-    let r = env.json(&["forget", "--project", "legacy", "--json"]);
+    let r = env.json(&["forget", "--project", "legacy", "--yes", "--json"]);
     assert_eq!(r["sessions"][0][0], LEGACY, "{r}");
     assert_eq!(env.count("sessions"), total - 1);
     env.fails(&["get-session", LEGACY]);
     // Before 2025-10-01: only the Codex session of September 2025 is left that old.
-    let r = env.json(&["forget", "--before", "2025-10-01", "--json"]);
+    let r = env.json(&["forget", "--before", "2025-10-01", "--yes", "--json"]);
     let gone: Vec<&str> = r["sessions"]
         .as_array()
         .unwrap()
@@ -185,7 +185,7 @@ fn a_forget_killed_midway_is_completed_by_the_next_sync() {
     let chosen = clean.sql_json(&format!(
         "SELECT id, source_path FROM sessions WHERE project = '{victim}' OR parent_session_id IN (SELECT id FROM sessions WHERE project = '{victim}')"
     ));
-    let report = clean.json(&["forget", "--project", &victim, "--json"]);
+    let report = clean.json(&["forget", "--project", &victim, "--yes", "--json"]);
     assert_eq!(
         report["sessions"].as_array().unwrap().len(),
         chosen.as_array().unwrap().len()
@@ -232,7 +232,7 @@ fn a_forget_killed_midway_is_completed_by_the_next_sync() {
         );
         // Killed before its tombstones were written, the forget did nothing: run it again.
         if got != expect {
-            env.json(&["forget", "--project", &victim, "--json"]);
+            env.json(&["forget", "--project", &victim, "--yes", "--json"]);
         }
         let got = (
             env.count("messages"),
@@ -271,4 +271,198 @@ fn excluded_projects_are_not_stored_until_the_exclusion_goes() {
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("pond forget --project \"shop\""), "{err}");
+}
+
+/// Run `pond args` with `input` on its stdin (a pipe); its status and stderr.
+fn piped(env: &Env, args: &[&str], input: Option<&str>) -> (bool, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut cmd = env.cmd(args);
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(text) = input {
+        let _ = child.stdin.take().unwrap().write_all(text.as_bytes());
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Run `pond args` on a terminal (`script` gives it a pty) that types `answers`; its status
+/// and what the terminal showed.
+fn on_terminal(env: &Env, args: &[&str], answers: &str) -> (bool, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let cmd = env.cmd(args);
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_str().unwrap().replace('\'', r"'\''"));
+    let line: Vec<String> = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(quote)
+        .collect();
+    let mut script = std::process::Command::new("script");
+    script.args(["-qec", &line.join(" "), "/dev/null"]);
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    let mut child = script
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script(1) runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answers.as_bytes()).unwrap();
+    // Kept open until pond is done: `script` ends the session when its input ends.
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn forget_without_a_terminal_deletes_nothing_unless_told_yes() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let total = (env.count("sessions"), env.count("messages"));
+    for input in [Some("n\n"), Some("y\n"), None] {
+        let (ok, err) = piped(&env, &["forget", "--project", "legacy"], input);
+        assert!(!ok, "{input:?}: {err}");
+        assert!(
+            err.contains("--yes") && err.contains("not a terminal"),
+            "{err}"
+        );
+        assert!(err.contains("nothing forgotten"), "{err}");
+        assert!(err.contains(LEGACY), "it says what would go: {err}");
+        assert!(!err.contains("without --dry-run"), "{err}");
+        assert_eq!((env.count("sessions"), env.count("messages")), total);
+    }
+    // A dry run needs no consent, and says how to do it.
+    let dry = env.ok(&["forget", "--project", "legacy", "--dry-run"]);
+    assert!(dry.contains("run again without --dry-run"), "{dry}");
+    assert_eq!(env.count("sessions"), total.0);
+
+    // On a terminal: asked, and "n" (or nothing) is a refusal that exits non-zero.
+    for answer in ["n\n", "\n"] {
+        let (ok, shown) = on_terminal(&env, &["forget", "--project", "legacy"], answer);
+        assert!(!ok, "{shown}");
+        assert!(shown.contains("for good? [y/N]"), "{shown}");
+        assert!(shown.contains("nothing forgotten"), "{shown}");
+        assert!(!shown.contains("without --dry-run"), "{shown}");
+        assert_eq!(env.count("sessions"), total.0);
+    }
+    let (ok, shown) = on_terminal(&env, &["forget", "--project", "legacy"], "y\n");
+    assert!(ok, "{shown}");
+    assert!(shown.contains("forgot 1 sessions"), "{shown}");
+    assert_eq!(env.count("sessions"), total.0 - 1);
+
+    let r = env.json(&["forget", "--project", "shop", "--yes", "--json"]);
+    assert_eq!(r["sessions"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(env.count("sessions"), total.0 - 3);
+}
+
+const FIRST: &str = "aaaaaaaa-0000-4000-8000-0000000000f1";
+const RESUMED: &str = "aaaaaaaa-0000-4000-8000-0000000000f2";
+/// A word only the first session's lines hold (and the resumed session's copy of them).
+const WORD: &str = "xylophonequartz";
+
+/// A Claude Code project with a session and its resumed successor, whose file begins with
+/// the first session's two lines (their `sessionId` names the first).
+fn resumed_pair(env: &Env) -> std::path::PathBuf {
+    let dir = env.dir.path().join("pair/projects/-home-dev-music");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |session: &str, uuid: &str, kind: &str, text: &str| {
+        let message = if kind == "user" {
+            serde_json::json!({"role": "user", "content": text})
+        } else {
+            serde_json::json!({"role": "assistant", "model": "m", "content": [{"type": "text", "text": text}]})
+        };
+        format!(
+            "{}\n",
+            serde_json::json!({"type": kind, "uuid": uuid, "sessionId": session, "cwd": "/home/dev/music",
+                "timestamp": "2026-04-02T10:00:00.000Z", "message": message})
+        )
+    };
+    let first = line(
+        FIRST,
+        "f-u1",
+        "user",
+        &format!("tune the {WORD} for the concert"),
+    ) + &line(
+        FIRST,
+        "f-a1",
+        "assistant",
+        &format!("The {WORD} is tuned to A."),
+    );
+    std::fs::write(dir.join(format!("{FIRST}.jsonl")), &first).unwrap();
+    let resumed = first + &line(RESUMED, "r-u1", "user", "now the drums");
+    std::fs::write(dir.join(format!("{RESUMED}.jsonl")), resumed).unwrap();
+    env.dir.path().join("pair")
+}
+
+#[test]
+fn forget_names_the_sessions_that_copy_it_and_forgets_them_on_request() {
+    let hits = |env: &Env| sessions_in(&env.json(&["search", WORD, "--json"]));
+
+    // Without --with-copies: the copies are named, and stay.
+    let env = Env::new();
+    let pair = resumed_pair(&env);
+    env.sync_with(&pair, &["--source", "claude-code"]);
+    assert_eq!(hits(&env), [FIRST], "the first session owns its lines");
+    let dry = env.ok(&["forget", "--session", FIRST, "--dry-run"]);
+    assert!(
+        dry.contains(&format!(
+            "2 of their messages would remain in sessions {RESUMED}"
+        )),
+        "{dry}"
+    );
+    let done = env.ok(&["forget", "--session", FIRST, "--yes"]);
+    assert!(
+        done.contains(&format!("2 of their messages remain in sessions {RESUMED}"))
+            && done.contains("--with-copies"),
+        "{done}"
+    );
+    assert_eq!(hits(&env), [RESUMED], "the copies own the text now");
+
+    // With it: the sessions that copy them go too, and the word leaves the disk.
+    let env = Env::new();
+    let pair = resumed_pair(&env);
+    env.sync_with(&pair, &["--source", "claude-code"]);
+    let r = env.json(&[
+        "forget",
+        "--session",
+        FIRST,
+        "--with-copies",
+        "--yes",
+        "--json",
+    ]);
+    let gone: Vec<&str> = r["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[0].as_str().unwrap())
+        .collect();
+    assert_eq!(gone, [FIRST, RESUMED], "{r}");
+    assert_eq!(r["copies"], serde_json::json!([]), "{r}");
+    assert!(hits(&env).is_empty());
+    assert_eq!(env.count("messages"), 0);
+    assert!(
+        !on_disk(&env.store(), WORD),
+        "the word is still in the store's files"
+    );
+    // And a sync does not bring them back.
+    env.sync_with(&pair, &["--source", "claude-code"]);
+    assert!(hits(&env).is_empty());
 }

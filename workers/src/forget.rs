@@ -9,9 +9,12 @@
 //! rule. After the commit: the vectors of the forgotten rows go, fragments with deleted rows
 //! are rewritten, the indexes and the row map are rebuilt, vectors move to the new rows, and
 //! every older version is removed, so the text leaves the disk, not only the latest
-//! version. The pending mark is cleared last: a forget killed at any step is completed by
+//! version. Those copies are reported (`ForgetReport::copies`: a resumed session's file
+//! begins with its predecessor's lines, so forgetting the predecessor leaves its text there);
+//! `with_copies` forgets the sessions that hold them too, until none is left. The pending mark is cleared last: a forget killed at any step is completed by
 //! the next forget or sync ([`complete`]).
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use pond_protocol::job::{ForgetReport, ForgetRequest};
@@ -25,16 +28,35 @@ use crate::repair::rekey_vectors;
 /// rows held between writes while re-deriving.
 pub async fn run(store: &Store, req: &ForgetRequest, flush_bytes: usize) -> Result<ForgetReport> {
     let started = Instant::now();
-    let chosen = forgotten::select(store, req).await?;
+    let mut chosen = forgotten::select(store, req).await?;
+    let mut ids: BTreeSet<String> = chosen.iter().map(|s| s.id.clone()).collect();
+    let mut copies = forgotten::copies(store, &ids).await?;
+    // The sessions holding copies, with their subagents, until no copy is left outside.
+    while req.with_copies && !copies.is_empty() {
+        for holder in std::mem::take(&mut copies).into_keys() {
+            let one = ForgetRequest {
+                session: Some(holder),
+                ..ForgetRequest::default()
+            };
+            for s in forgotten::select(store, &one).await? {
+                if ids.insert(s.id.clone()) {
+                    chosen.push(s);
+                }
+            }
+        }
+        copies = forgotten::copies(store, &ids).await?;
+    }
+    chosen.sort_by(|a, b| a.id.cmp(&b.id));
     let mut report = ForgetReport {
         dry_run: req.dry_run,
         sessions: chosen
             .iter()
             .map(|s| (s.id.clone(), s.project.clone()))
             .collect(),
+        copies: copies.into_iter().collect(),
         ..ForgetReport::default()
     };
-    let ids: Vec<String> = chosen.iter().map(|s| sql_str(&s.id)).collect();
+    let ids: Vec<String> = ids.iter().map(|id| sql_str(id)).collect();
     let paths: Vec<String> = chosen.iter().map(|s| s.source_path.clone()).collect();
     report.files = paths.len() as u64;
     if let Some(ds) = store.dataset(MESSAGES).await? {

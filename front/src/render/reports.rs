@@ -219,8 +219,20 @@ pub fn embedded(r: &BackfillReport) -> String {
     )
 }
 
-/// `pond forget`: the sessions (the first few by id), then what went or would go.
+/// `pond forget`: what went (or, for `--dry-run`, what would go) and what stays in the
+/// sessions that copy it.
 pub fn forgotten(r: &ForgetReport) -> String {
+    forget_lines(r, "; run again without --dry-run to do it")
+}
+
+/// What a forget would do (a dry run's report), which `forget` shows before it asks.
+pub fn forget_plan(r: &ForgetReport) -> String {
+    forget_lines(r, "")
+}
+
+/// The sessions (the first few by id), what went or would go (then `hint`), and the copies
+/// left in other sessions.
+fn forget_lines(r: &ForgetReport, hint: &str) -> String {
     const LISTED: usize = 20;
     let mut out = String::new();
     if r.sessions.is_empty() {
@@ -241,10 +253,7 @@ pub fn forgotten(r: &ForgetReport) -> String {
         r.files
     );
     if r.dry_run {
-        let _ = writeln!(
-            out,
-            "would forget {what}; run again without --dry-run to do it"
-        );
+        let _ = writeln!(out, "would forget {what}{hint}");
     } else {
         let _ = writeln!(
             out,
@@ -252,6 +261,24 @@ pub fn forgotten(r: &ForgetReport) -> String {
             r.vectors,
             r.bytes_reclaimed as f64 / (1 << 20) as f64,
             r.elapsed_ms as f64 / 1000.0
+        );
+    }
+    if !r.copies.is_empty() {
+        let copied: u64 = r.copies.iter().map(|(_, n)| n).sum();
+        let mut holders: Vec<&str> = r
+            .copies
+            .iter()
+            .take(LISTED)
+            .map(|(id, _)| id.as_str())
+            .collect();
+        if r.copies.len() > LISTED {
+            holders.push("…");
+        }
+        let _ = writeln!(
+            out,
+            "{copied} of their messages {} in sessions {} that copy them (a resumed session begins with its predecessor's lines), searchable there; --with-copies forgets those sessions too",
+            if r.dry_run { "would remain" } else { "remain" },
+            holders.join(", ")
         );
     }
     out
