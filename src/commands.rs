@@ -785,7 +785,7 @@ fn register(
     add: bool,
     dry_run: bool,
 ) -> Result<install::Installed, String> {
-    claude_cli(client, exe, dry_run, add).unwrap_or_else(|| {
+    claude_cli(client, home, exe, dry_run, add).unwrap_or_else(|| {
         if add {
             install::install(client, home, exe, dry_run)
         } else {
@@ -810,45 +810,81 @@ fn install_context() -> Result<(PathBuf, String), String> {
     Ok((home, exe.display().to_string()))
 }
 
-/// Claude Code through its own command (`claude mcp add -s user`), when it is installed and
-/// pond's entry needs a change; `None` to edit its config file instead.
+/// Claude Code through its own command (`claude mcp add -s user`), when it is installed (an
+/// executable `claude` on PATH) and pond's entry needs a change; `None` to edit its config
+/// file instead. Its config file is backed up first: an `add` that fails after the `remove`
+/// before it puts the file back as it was.
 fn claude_cli(
     client: install::Client,
+    home: &std::path::Path,
     exe: &str,
     dry_run: bool,
     add: bool,
 ) -> Option<Result<install::Installed, String>> {
+    use std::os::unix::fs::PermissionsExt;
     if client != install::Client::ClaudeCode || dry_run {
         return None;
     }
     let claude = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|d| d.join("claude"))
-            .find(|p| p.is_file())
+            .find(|p| {
+                std::fs::metadata(p)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
     })?;
-    let mut cmd = std::process::Command::new(&claude);
-    if add {
-        // Replace an older entry: `add` refuses one that exists.
-        let _ = std::process::Command::new(&claude)
-            .args(["mcp", "remove", "-s", "user", "pond"])
-            .output();
-        cmd.args(["mcp", "add", "-s", "user", "pond", "--", exe, "mcp"]);
-    } else {
-        cmd.args(["mcp", "remove", "-s", "user", "pond"]);
-    }
-    let out = match cmd.output() {
-        Ok(o) => o,
-        Err(e) => return Some(Err(format!("cannot run {}: {e}", claude.display()))),
+    let config = match install::resolved(&client.config_file(home)) {
+        Ok(c) => c,
+        Err(e) => return Some(Err(e)),
     };
-    if !out.status.success() {
-        return Some(Err(format!(
-            "{} failed: {}",
-            claude.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+    let before = std::fs::read_to_string(&config).ok();
+    let saved = match &before {
+        Some(text) => match install::backup(&config, text) {
+            Ok(b) => Some(b),
+            Err(e) => return Some(Err(format!("cannot back up {}: {e}", config.display()))),
+        },
+        None => None,
+    };
+    let run = |args: &[&str]| {
+        std::process::Command::new(&claude)
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", claude.display()))
+            .and_then(|out| {
+                if out.status.success() {
+                    return Ok(());
+                }
+                Err(format!(
+                    "`{} {}` failed: {}",
+                    claude.display(),
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            })
+    };
+    let done = if add {
+        // Replace an older entry: `add` refuses one that exists.
+        let _ = run(&["mcp", "remove", "-s", "user", "pond"]);
+        run(&["mcp", "add", "-s", "user", "pond", "--", exe, "mcp"])
+    } else {
+        run(&["mcp", "remove", "-s", "user", "pond"])
+    };
+    if let Err(e) = done {
+        let now = std::fs::read_to_string(&config).ok();
+        let restored = match &before {
+            Some(text) if now.as_ref() != Some(text) => install::write_atomic(&config, text)
+                .map(|()| format!("; {} is back as it was", config.display()))
+                .unwrap_or_else(|w| {
+                    format!(
+                        "; {} could not be put back ({w}): its backup is beside it",
+                        config.display()
+                    )
+                }),
+            _ => String::new(),
+        };
+        return Some(Err(format!("{e}{restored}")));
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from)?;
-    let skill = match install::skill(client, &home, dry_run, add) {
+    let skill = match install::skill(client, home, dry_run, add) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
@@ -861,7 +897,7 @@ fn claude_cli(
                 if add { "add" } else { "remove" }
             ),
             action: if add { "added" } else { "removed" }.into(),
-            backup: None,
+            backup: saved.map(|b| b.display().to_string()),
         })
         .chain(skill)
         .collect(),

@@ -255,3 +255,226 @@ fn init_sets_up_the_clients_found_keeps_claude_sessions_and_syncs() {
     );
     assert!(again.contains("kept as it is"), "{again}");
 }
+
+const NO_CLAUDE: [(&str, &str); 1] = [("PATH", "/usr/bin:/bin")];
+
+#[test]
+fn uninstall_keeps_the_skill_a_registered_client_still_reads() {
+    let env = Env::new();
+    let home = env.dir.path();
+    let shared = home.join(".agents/skills/pond/SKILL.md");
+    install(&env, &["install", "codex"]);
+    install(&env, &["install", "gemini"]);
+    let r = install(&env, &["uninstall", "gemini"]);
+    assert!(shared.is_file(), "codex still reads it: {r}");
+    assert_eq!(
+        r["changes"][1]["action"], "kept (codex reads it too)",
+        "{r}"
+    );
+    let r = install(&env, &["uninstall", "codex"]);
+    assert!(!shared.exists(), "{r}");
+}
+
+#[test]
+fn a_symlinked_config_is_changed_where_it_points() {
+    let env = Env::new();
+    let home = env.dir.path();
+    let dotfiles = home.join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    let target = dotfiles.join("claude.json");
+    std::fs::write(&target, "{\"a\": 1}").unwrap();
+    let link = home.join(".claude.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+
+    install(&env, &["install", "claude-code"]);
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert!(v["mcpServers"]["pond"].is_object(), "{v}");
+    assert_eq!(backups(&dotfiles).len(), 1, "the backup is beside the file");
+    install(&env, &["uninstall", "claude-code"]);
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "{\"a\": 1}");
+
+    // A link to nothing is named, and left as it is.
+    std::fs::remove_file(&target).unwrap();
+    let err = env.fails_with(&["install", "claude-code"], &NO_CLAUDE);
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(!target.exists());
+}
+
+#[test]
+fn comments_beside_pond_stay_when_it_goes() {
+    let env = Env::new();
+    let home = env.dir.path();
+    let cursor = home.join(".cursor/mcp.json");
+    std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
+    let jsonc = "{\n  \"mcpServers\": {\n    \"other\": {\"command\": \"o\"}, // keep me: other is mine\n    // pond below was added by hand\n    \"pond\": {\"command\": \"p\"}\n  }\n}\n";
+    std::fs::write(&cursor, jsonc).unwrap();
+    install(&env, &["uninstall", "cursor"]);
+    assert_eq!(
+        std::fs::read_to_string(&cursor).unwrap(),
+        "{\n  \"mcpServers\": {\n    \"other\": {\"command\": \"o\"} // keep me: other is mine\n    // pond below was added by hand\n  }\n}\n"
+    );
+    let first = "{\n  \"mcpServers\": {\n    \"pond\": {\"command\": \"p\"},\n    // the next one is important\n    \"other\": {\"command\": \"o\"}\n  }\n}\n";
+    std::fs::write(&cursor, first).unwrap();
+    install(&env, &["uninstall", "cursor"]);
+    assert_eq!(
+        std::fs::read_to_string(&cursor).unwrap(),
+        "{\n  \"mcpServers\": {\n    // the next one is important\n    \"other\": {\"command\": \"o\"}\n  }\n}\n"
+    );
+
+    let codex = home.join(".codex/config.toml");
+    std::fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    std::fs::write(
+        &codex,
+        "# my config\n[mcp_servers.pond] # pond!\ncommand = \"p\"\n",
+    )
+    .unwrap();
+    install(&env, &["uninstall", "codex"]);
+    assert_eq!(std::fs::read_to_string(&codex).unwrap(), "# my config\n");
+    std::fs::write(
+        &codex,
+        "# my config\n[mcp_servers.pond]\ncommand = \"p\"\n\n# fast\n[profiles.fast]\nmodel = \"m\"\n",
+    )
+    .unwrap();
+    install(&env, &["uninstall", "codex"]);
+    assert_eq!(
+        std::fs::read_to_string(&codex).unwrap(),
+        "# my config\n\n# fast\n[profiles.fast]\nmodel = \"m\"\n"
+    );
+}
+
+#[test]
+fn line_ends_and_a_byte_order_mark_are_kept() {
+    let env = Env::new();
+    let home = env.dir.path();
+    for (client, rel, original) in [
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "\u{feff}{\r\n  \"theme\": \"GitHub\"\r\n}\r\n",
+        ),
+        (
+            "codex",
+            ".codex/config.toml",
+            "\u{feff}# mine\r\nmodel = \"gpt-5\"\r\n",
+        ),
+    ] {
+        let path = home.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, original).unwrap();
+        let r = install(&env, &["install", client]);
+        assert_eq!(r["changes"][0]["action"], "added", "{client}: {r}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with('\u{feff}'), "{client}: {text:?}");
+        assert_eq!(
+            text.matches('\n').count(),
+            text.matches("\r\n").count(),
+            "{client}: {text:?}"
+        );
+        assert!(text.contains("pond"), "{client}: {text:?}");
+        install(&env, &["uninstall", client]);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            original,
+            "{client}"
+        );
+    }
+}
+
+#[test]
+fn a_repeated_key_is_edited_where_the_client_reads_it() {
+    let env = Env::new();
+    let path = env.dir.path().join(".claude.json");
+    let exe = std::fs::canonicalize(pond_bin()).unwrap();
+    // Two mcpServers: JSON.parse keeps the second.
+    std::fs::write(
+        &path,
+        "{\"mcpServers\": {\"a\": {}}, \"mcpServers\": {\"b\": {}}}",
+    )
+    .unwrap();
+    let r = install(&env, &["install", "claude-code"]);
+    assert_eq!(r["changes"][0]["action"], "added", "{r}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["mcpServers"]["pond"]["command"], exe.to_str().unwrap());
+    assert!(v["mcpServers"]["b"].is_object());
+    install(&env, &["uninstall", "claude-code"]);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "{\"mcpServers\": {\"a\": {}}, \"mcpServers\": {\"b\": {}}}"
+    );
+
+    // Two pond members: the second is the one read, so the one updated; both go.
+    std::fs::write(
+        &path,
+        "{\"mcpServers\": {\"pond\": {\"command\": \"old1\"}, \"pond\": {\"command\": \"old2\"}}}",
+    )
+    .unwrap();
+    let r = install(&env, &["install", "claude-code"]);
+    assert_eq!(r["changes"][0]["action"], "updated", "{r}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["mcpServers"]["pond"]["command"], exe.to_str().unwrap());
+    let r = install(&env, &["uninstall", "claude-code"]);
+    assert_eq!(r["changes"][0]["action"], "removed", "{r}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("pond"), "{text}");
+}
+
+#[test]
+fn a_read_only_config_is_refused_and_backups_are_pruned() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let path = env.dir.path().join(".cursor/mcp.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "{}\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let err = env.fails_with(&["install", "cursor"], &NO_CLAUDE);
+    assert!(err.contains("read-only") && err.contains("chmod"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}\n");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o444);
+    assert!(backups(path.parent().unwrap()).is_empty());
+
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for _ in 0..5 {
+        install(&env, &["install", "cursor"]);
+        install(&env, &["uninstall", "cursor"]);
+    }
+    assert_eq!(backups(path.parent().unwrap()).len(), 3);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}\n");
+}
+
+#[test]
+fn a_failed_claude_mcp_add_leaves_the_entry_that_was_there() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let home = env.dir.path();
+    let config = home.join(".claude.json");
+    let original =
+        "{\"mcpServers\": {\"pond\": {\"command\": \"/old/pond\", \"args\": [\"mcp\"]}}}";
+    std::fs::write(&config, original).unwrap();
+    // A `claude` whose remove works and whose add fails.
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    std::fs::write(
+        &claude,
+        "#!/bin/sh\ncase \"$2\" in\n  remove) echo '{\"mcpServers\": {}}' > \"$HOME/.claude.json\" ;;\n  add) echo 'add: boom' >&2; exit 1 ;;\nesac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let err = env.fails_with(&["install", "claude-code"], &[("PATH", &path)]);
+    assert!(
+        err.contains("boom") && err.contains("back as it was"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+
+    // A `claude` that cannot be run is no command: the file is edited instead.
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let r = env.json_with(&["install", "claude-code", "--json"], &[("PATH", &path)]);
+    assert_eq!(r["changes"][0]["path"], config.display().to_string(), "{r}");
+    assert_eq!(r["changes"][0]["action"], "updated", "{r}");
+}

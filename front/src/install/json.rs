@@ -1,6 +1,8 @@
 //! Editing one member of a JSON (or JSONC: comments, trailing commas) config file in place:
 //! every byte outside the member set or removed stays as it was, so the client's own
-//! formatting, key order and comments survive.
+//! formatting, key order, comments, line ends (`\r\n`) and byte-order mark survive. Where a
+//! key repeats in an object, the last one is the member: the one `JSON.parse` (and so the
+//! client) keeps.
 
 use std::ops::Range;
 
@@ -139,7 +141,8 @@ fn object_at(text: &str, open: usize) -> Result<Object> {
 }
 
 fn root(text: &str) -> Result<Object> {
-    let open = skip_blank(text.as_bytes(), 0);
+    let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let open = skip_blank(text.as_bytes(), bom);
     object_at(text, open).map_err(|e| format!("not a JSON object file: {e}"))
 }
 
@@ -150,33 +153,51 @@ fn indent_of(text: &str, at: usize) -> &str {
     &text[line..line + ws]
 }
 
-/// `value` as pretty JSON whose lines after the first are indented by `indent`.
-fn rendered(value: &serde_json::Value, indent: &str) -> String {
+/// The line end the file uses: `\r\n` if its lines end so, else `\n`.
+fn newline(text: &str) -> &'static str {
+    if text.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    }
+}
+
+/// `value` as pretty JSON whose lines after the first are indented by `indent`, ended by
+/// `nl`.
+fn rendered(value: &serde_json::Value, indent: &str, nl: &str) -> String {
     let pretty = serde_json::to_string_pretty(value).expect("a JSON value renders");
-    pretty.replace('\n', &format!("\n{indent}"))
+    pretty.replace('\n', &format!("{nl}{indent}"))
+}
+
+impl Object {
+    /// The member `key`: the last of that name, as a JSON parser keeps.
+    fn member(&self, key: &str) -> Option<&Member> {
+        self.members.iter().rev().find(|m| m.key == key)
+    }
 }
 
 /// The text with `obj.key` set to `value`: replaced where it is, else added as the last
 /// member, indented like its siblings.
 fn set_in(text: &str, obj: &Object, key: &str, value: &serde_json::Value) -> String {
+    let nl = newline(text);
     let member_indent = match obj.members.last() {
         Some(m) => indent_of(text, m.start).to_owned(),
         None => format!("{}  ", indent_of(text, obj.open)),
     };
-    if let Some(m) = obj.members.iter().find(|m| m.key == key) {
-        let v = rendered(value, &member_indent);
+    if let Some(m) = obj.member(key) {
+        let v = rendered(value, &member_indent, nl);
         return format!("{}{v}{}", &text[..m.value.start], &text[m.value.end..]);
     }
     let k = serde_json::to_string(key).expect("a key renders");
-    let v = rendered(value, &member_indent);
+    let v = rendered(value, &member_indent, nl);
     match obj.members.last() {
         Some(last) => format!(
-            "{},\n{member_indent}{k}: {v}{}",
+            "{},{nl}{member_indent}{k}: {v}{}",
             &text[..last.value.end],
             &text[last.value.end..]
         ),
         None => format!(
-            "{}\n{member_indent}{k}: {v}\n{}{}",
+            "{}{nl}{member_indent}{k}: {v}{nl}{}{}",
             &text[..obj.open + 1],
             indent_of(text, obj.open),
             &text[obj.close..]
@@ -191,7 +212,7 @@ pub fn set(text: &str, path: &[&str], value: &serde_json::Value) -> Result<Strin
     let mut obj = root(text)?;
     for (depth, key) in path.iter().enumerate() {
         let last = depth + 1 == path.len();
-        match obj.members.iter().find(|m| m.key == *key) {
+        match obj.member(key) {
             Some(m) if !last => {
                 obj = object_at(text, m.value.start)
                     .map_err(|e| format!("{}: {e}", path[..=depth].join(".")))?
@@ -209,34 +230,105 @@ pub fn set(text: &str, path: &[&str], value: &serde_json::Value) -> Result<Strin
     unreachable!("a path has at least one key")
 }
 
-/// The text without the member at `path`, and whether it was there.
+/// The text without the member at `path`, and whether it was there. A key pond's member
+/// repeats under is removed every time, so no older copy takes its place.
 pub fn remove(text: &str, path: &[&str]) -> Result<(String, bool)> {
+    let mut out = text.to_owned();
+    let mut was = false;
+    while let Some(shorter) = remove_last(&out, path)? {
+        out = shorter;
+        was = true;
+    }
+    Ok((out, was))
+}
+
+/// The text without the (last) member at `path`, if there is one.
+fn remove_last(text: &str, path: &[&str]) -> Result<Option<String>> {
     if text.trim().is_empty() {
-        return Ok((text.to_owned(), false));
+        return Ok(None);
     }
     let mut obj = root(text)?;
     for (depth, key) in path.iter().enumerate() {
-        let Some(i) = obj.members.iter().position(|m| m.key == *key) else {
-            return Ok((text.to_owned(), false));
+        let Some(i) = obj.members.iter().rposition(|m| m.key == *key) else {
+            return Ok(None);
         };
         if depth + 1 < path.len() {
             obj = object_at(text, obj.members[i].value.start)?;
             continue;
         }
-        let m = &obj.members[i];
-        // From the end of the previous member (its comma) when there is one; else up to the
-        // next member's start.
-        let cut = match (i.checked_sub(1), obj.members.get(i + 1)) {
-            (Some(p), _) => obj.members[p].value.end..m.value.end,
-            (None, Some(next)) => m.start..next.start,
-            (None, None) => obj.open + 1..obj.close,
-        };
-        // A trailing comma after the removed member (JSONC) now follows the previous one,
-        // as it did before pond's member was added.
-        let out = format!("{}{}", &text[..cut.start], &text[cut.end..]);
-        return Ok((out, true));
+        return Ok(Some(without(text, &obj, i)));
     }
-    Ok((text.to_owned(), false))
+    Ok(None)
+}
+
+/// The index just past the whitespace from `i` on.
+fn skip_space(t: &[u8], mut i: usize) -> usize {
+    while i < t.len() && t[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// The text without member `i` of `obj`, comments around it kept: only the member, one
+/// comma, and the blank space that separates them go. Nothing left follows a line comment
+/// on its line.
+fn without(text: &str, obj: &Object, i: usize) -> String {
+    let t = text.as_bytes();
+    let m = &obj.members[i];
+    let after = skip_space(t, m.value.end);
+    let comma = (t.get(after) == Some(&b',')).then_some(after);
+    // The start of the member's line when only blank space is before it there.
+    let mut line = m.start;
+    while line > 0 && matches!(t[line - 1], b' ' | b'\t') {
+        line -= 1;
+    }
+    let whole_line = line > 0 && t[line - 1] == b'\n';
+    let line = if whole_line { line } else { m.start };
+    // Where the member's text ends: with its line's end, when it had its line to itself.
+    let until = |end: usize| {
+        let mut j = end;
+        while j < t.len() && matches!(t[j], b' ' | b'\t' | b'\r') {
+            j += 1;
+        }
+        if whole_line && t.get(j) == Some(&b'\n') {
+            j + 1
+        } else {
+            end
+        }
+    };
+    let blank = |r: Range<usize>| t[r].iter().all(u8::is_ascii_whitespace);
+    let cut = |ranges: &[Range<usize>]| {
+        let mut out = String::with_capacity(text.len());
+        let mut from = 0;
+        for r in ranges {
+            out.push_str(&text[from..r.start]);
+            from = r.end;
+        }
+        out.push_str(&text[from..]);
+        out
+    };
+    match (i.checked_sub(1), obj.members.get(i + 1), comma) {
+        // Before another member: the member and its comma, up to what follows.
+        (_, Some(_), Some(c)) => cut(&[m.start..skip_space(t, c + 1)]),
+        (_, Some(_), None) => cut(&[m.start..m.value.end]),
+        // The last: the comma before it goes too. As pond's install wrote it (blank space
+        // between), everything from that comma on; a trailing comma after it (JSONC) now
+        // follows the previous member, as it did before.
+        (Some(p), None, _) => match skip_blank(t, obj.members[p].value.end) {
+            sep if t[sep] == b',' && blank(sep + 1..m.start) => cut(&[sep..m.value.end]),
+            sep if t[sep] == b',' => cut(&[sep..sep + 1, line..until(m.value.end)]),
+            _ => cut(&[line..until(m.value.end)]),
+        },
+        // The only member: an object left with nothing but blank space is emptied.
+        (None, None, _) => {
+            let end = comma.map_or(m.value.end, |c| c + 1);
+            if blank(obj.open + 1..m.start) && blank(end..obj.close) {
+                cut(&[obj.open + 1..obj.close])
+            } else {
+                cut(&[line..until(end)])
+            }
+        }
+    }
 }
 
 /// The value at `path`, if there is one (comments are no obstacle: only the value's own
@@ -247,7 +339,7 @@ pub fn get(text: &str, path: &[&str]) -> Result<Option<String>> {
     }
     let mut obj = root(text)?;
     for (depth, key) in path.iter().enumerate() {
-        let Some(m) = obj.members.iter().find(|m| m.key == *key) else {
+        let Some(m) = obj.member(key) else {
             return Ok(None);
         };
         if depth + 1 == path.len() {
@@ -309,5 +401,67 @@ mod tests {
         }
         assert!(!remove("{\"a\": {}}", &["a", "pond"]).unwrap().1);
         assert!(set("[1]", &["a"], &json!(1)).is_err());
+    }
+
+    #[test]
+    fn line_ends_and_a_byte_order_mark_survive_a_set_and_a_remove() {
+        for text in [
+            "{\r\n  \"a\": 1\r\n}\r\n",
+            "\u{feff}{\r\n  \"a\": 1\r\n}\r\n",
+            "\u{feff}{}",
+        ] {
+            let out = set(text, &["mcpServers", "pond"], &json!({"command": "p"})).unwrap();
+            assert_eq!(
+                out.starts_with('\u{feff}'),
+                text.starts_with('\u{feff}'),
+                "{out:?}"
+            );
+            if text.contains('\r') {
+                assert_eq!(
+                    out.matches('\n').count(),
+                    out.matches("\r\n").count(),
+                    "{out:?}"
+                );
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(out.trim_start_matches('\u{feff}')).unwrap();
+            assert_eq!(v["mcpServers"]["pond"]["command"], "p");
+            let (back, was) = remove(&out, &["mcpServers", "pond"]).unwrap();
+            assert!(was);
+            let (back, _) = remove(&back, &["mcpServers"]).unwrap();
+            assert_eq!(back, text);
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_is_read_and_edited_at_its_last_place() {
+        let two = "{\"s\": {\"pond\": 1}, \"s\": {\"pond\": 2, \"x\": 3}}";
+        assert_eq!(get(two, &["s", "pond"]).unwrap().as_deref(), Some("2"));
+        assert_eq!(
+            set(two, &["s", "pond"], &json!(9)).unwrap(),
+            "{\"s\": {\"pond\": 1}, \"s\": {\"pond\": 9, \"x\": 3}}"
+        );
+        let twice = "{\"s\": {\"pond\": 1, \"x\": 3, \"pond\": 2}}";
+        let (out, was) = remove(twice, &["s", "pond"]).unwrap();
+        assert!(was);
+        assert_eq!(out, "{\"s\": {\"x\": 3}}");
+    }
+
+    #[test]
+    fn comments_before_and_after_a_removed_member_stay() {
+        let text =
+            "{\n  \"a\": 1, // a's\n  // about pond\n  \"pond\": 2, // pond's line\n  \"b\": 3\n}";
+        let (out, _) = remove(text, &["pond"]).unwrap();
+        assert_eq!(
+            out,
+            "{\n  \"a\": 1, // a's\n  // about pond\n  // pond's line\n  \"b\": 3\n}"
+        );
+        let last = "{\n  \"a\": 1, // a's\n  // about pond\n  \"pond\": 2}";
+        assert_eq!(
+            remove(last, &["pond"]).unwrap().0,
+            "{\n  \"a\": 1 // a's\n  // about pond\n}"
+        );
+        let only = "{\n  // mine\n  \"pond\": 2\n}";
+        assert_eq!(remove(only, &["pond"]).unwrap().0, "{\n  // mine\n}");
     }
 }

@@ -2,9 +2,14 @@
 //! client reads its MCP servers, and the agent skill that says when to use it.
 //!
 //! Only pond's own entry is touched: a JSON file is edited in place ([`json`]: comments,
-//! order and formatting survive), Codex's TOML with `toml_edit`. Every file changed gets a
-//! backup beside it first (`<name>.pond-backup-<time>`); a second install that would change
-//! nothing writes nothing.
+//! order and formatting survive; where a key repeats, the last one, which the clients read),
+//! Codex's TOML with `toml_edit` (a comment above pond's table stays when the table goes).
+//! Line ends (`\r\n`) and a byte-order mark stay as they were. A config that is a symbolic
+//! link is changed where it points (the link stays a link); a read-only one is refused. Every
+//! file changed gets a backup beside it first (`<name>.pond-backup-<time>`, the newest
+//! [`BACKUPS_KEPT`] kept); a second install that would change nothing writes nothing. The
+//! skill file Codex, Gemini, OpenCode and Copilot share stays while one of them is
+//! registered.
 
 pub mod json;
 
@@ -153,36 +158,38 @@ pub struct Installed {
 /// The text of `client`'s config file with pond registered (`exe mcp`).
 pub fn registered(client: Client, text: &str, exe: &str) -> Result<String, String> {
     if client == Client::Codex {
-        let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
-        let servers = doc
-            .entry("mcp_servers")
-            .or_insert_with(|| {
-                let mut t = toml_edit::Table::new();
-                t.set_implicit(true);
-                toml_edit::Item::Table(t)
-            })
-            .as_table_mut()
-            .ok_or("mcp_servers is not a table")?;
-        let mut pond = toml_edit::Table::new();
-        pond["command"] = toml_edit::value(exe);
-        let mut args = toml_edit::Array::new();
-        args.push("mcp");
-        pond["args"] = toml_edit::value(args);
-        // The first answer can take a few seconds on a cold store; Codex allows 10.
-        pond["startup_timeout_sec"] = toml_edit::value(30);
-        match servers.get_mut("pond").and_then(|i| i.as_table_mut()) {
-            Some(existing) => {
-                for (k, v) in pond.iter() {
-                    if existing.get(k).map(|e| e.to_string()) != Some(v.to_string()) {
-                        existing[k] = v.clone();
+        return toml_edited(text, |doc| {
+            let servers = doc
+                .entry("mcp_servers")
+                .or_insert_with(|| {
+                    let mut t = toml_edit::Table::new();
+                    t.set_implicit(true);
+                    toml_edit::Item::Table(t)
+                })
+                .as_table_mut()
+                .ok_or("mcp_servers is not a table")?;
+            let mut pond = toml_edit::Table::new();
+            pond["command"] = toml_edit::value(exe);
+            let mut args = toml_edit::Array::new();
+            args.push("mcp");
+            pond["args"] = toml_edit::value(args);
+            // The first answer can take a few seconds on a cold store; Codex allows 10.
+            pond["startup_timeout_sec"] = toml_edit::value(30);
+            match servers.get_mut("pond").and_then(|i| i.as_table_mut()) {
+                Some(existing) => {
+                    for (k, v) in pond.iter() {
+                        if existing.get(k).map(|e| e.to_string()) != Some(v.to_string()) {
+                            existing[k] = v.clone();
+                        }
                     }
                 }
+                None => {
+                    servers.insert("pond", toml_edit::Item::Table(pond));
+                }
             }
-            None => {
-                servers.insert("pond", toml_edit::Item::Table(pond));
-            }
-        }
-        return Ok(doc.to_string());
+            Ok(())
+        })
+        .map(|(text, ())| text);
     }
     json::set(text, &client.json_path(), &client.json_entry(exe))
 }
@@ -190,58 +197,131 @@ pub fn registered(client: Client, text: &str, exe: &str) -> Result<String, Strin
 /// The text of `client`'s config file without pond, and whether pond was there.
 pub fn unregistered(client: Client, text: &str) -> Result<(String, bool), String> {
     if client == Client::Codex {
-        let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
-        let was = doc
-            .get_mut("mcp_servers")
-            .and_then(|s| s.as_table_mut())
-            .and_then(|s| s.remove("pond"))
-            .is_some();
-        return Ok((doc.to_string(), was));
+        return toml_edited(text, |doc| {
+            let Some(servers) = doc.get_mut("mcp_servers").and_then(|s| s.as_table_mut()) else {
+                return Ok(false);
+            };
+            let Some(gone) = servers.remove("pond") else {
+                return Ok(false);
+            };
+            // The comments above pond's header are the user's (pond writes none): they stay,
+            // above the table that came next, or at the end.
+            let Some(table) = gone.as_table() else {
+                return Ok(true);
+            };
+            let above = table
+                .decor()
+                .prefix()
+                .and_then(|p| p.as_str())
+                .unwrap_or("");
+            if above.contains('#') {
+                let above = above.to_owned();
+                let next = table.position().and_then(|at| next_table_after(doc, at));
+                match next {
+                    Some(at) => each_table(doc.as_table_mut(), &mut |t| {
+                        if t.position() == Some(at) {
+                            let was = t.decor().prefix().and_then(|p| p.as_str()).unwrap_or("");
+                            let joined = format!("{above}{was}");
+                            t.decor_mut().set_prefix(joined);
+                        }
+                    }),
+                    None => {
+                        let trailing = doc.trailing().as_str().unwrap_or("").to_owned();
+                        doc.set_trailing(format!("{above}{trailing}"));
+                    }
+                }
+            }
+            Ok(true)
+        });
     }
     json::remove(text, &client.json_path())
 }
 
-/// Write `text` to `path`, after a backup of `old` (the file as it was, if there was one)
-/// beside it; the backup's path.
-fn write_with_backup(
-    path: &Path,
-    old: Option<&str>,
+/// Edit a TOML file's text with `edit`, its line ends (`\r\n` throughout) and byte-order mark
+/// kept: `toml_edit` writes `\n` and reads no mark.
+fn toml_edited<R>(
     text: &str,
-) -> std::io::Result<Option<String>> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let backup = match old {
-        Some(old) => {
-            let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f");
-            let b = path.with_file_name(format!("{name}.pond-backup-{stamp}"));
-            std::fs::write(&b, old)?;
-            Some(b.display().to_string())
-        }
-        None => {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            None
-        }
+    edit: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<R, String>,
+) -> Result<(String, R), String> {
+    let (bom, body) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", text),
     };
-    // Beside it, then renamed over it: a client never reads half a file.
-    let tmp = path.with_file_name(format!(".{name}.pond-tmp"));
-    std::fs::write(&tmp, text)?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    let crlf = body.contains("\r\n") && body.matches('\n').count() == body.matches("\r\n").count();
+    let body = if crlf {
+        body.replace("\r\n", "\n")
+    } else {
+        body.to_owned()
+    };
+    let mut doc: toml_edit::DocumentMut = body.parse().map_err(|e| format!("{e}"))?;
+    let r = edit(&mut doc)?;
+    let mut out = doc.to_string();
+    if crlf {
+        out = out.replace('\n', "\r\n");
     }
-    std::fs::rename(&tmp, path)?;
-    Ok(backup)
+    Ok((format!("{bom}{out}"), r))
 }
 
-/// The newest backup pond made of `path`, if any.
-fn newest_backup(path: &Path) -> Option<String> {
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    let prefix = format!("{name}.pond-backup-");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(path.parent()?)
-        .ok()?
+/// Call `f` on every table under `t` (array-of-tables entries too).
+fn each_table(t: &mut toml_edit::Table, f: &mut dyn FnMut(&mut toml_edit::Table)) {
+    for (_, item) in t.iter_mut() {
+        match item {
+            toml_edit::Item::Table(sub) => {
+                f(sub);
+                each_table(sub, f);
+            }
+            toml_edit::Item::ArrayOfTables(list) => {
+                for sub in list.iter_mut() {
+                    f(sub);
+                    each_table(sub, f);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The position of the first table written after position `at`, if any.
+fn next_table_after(doc: &mut toml_edit::DocumentMut, at: isize) -> Option<isize> {
+    let mut next = None;
+    each_table(doc.as_table_mut(), &mut |t| {
+        if let Some(p) = t.position().filter(|p| *p > at && !t.is_implicit()) {
+            next = Some(next.map_or(p, |n: isize| n.min(p)));
+        }
+    });
+    next
+}
+
+/// How many of pond's backups of one file are kept (the newest).
+pub const BACKUPS_KEPT: usize = 3;
+
+/// The file a client's config path names: where a symbolic link points (so the link stays a
+/// link and its target gets the change), else the path itself.
+pub fn resolved(path: &Path) -> Result<PathBuf, String> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return Ok(path.to_owned());
+    }
+    std::fs::canonicalize(path).map_err(|e| {
+        let to = std::fs::read_link(path)
+            .map(|t| t.display().to_string())
+            .unwrap_or_default();
+        format!(
+            "{} is a symbolic link to {to}, which cannot be read ({e}); create the file it points to, or remove the link",
+            path.display()
+        )
+    })
+}
+
+/// `path`'s backups by pond, oldest first (the time in their names sorts).
+fn backups_of(path: &Path) -> Vec<PathBuf> {
+    let (Some(name), Some(dir)) = (path.file_name(), path.parent()) else {
+        return Vec::new();
+    };
+    let prefix = format!("{}.pond-backup-", name.to_string_lossy());
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
@@ -250,7 +330,47 @@ fn newest_backup(path: &Path) -> Option<String> {
         })
         .collect();
     found.sort();
-    std::fs::read_to_string(found.last()?).ok()
+    found
+}
+
+/// A copy of `old` (the text of `path`) beside it, and the older copies beyond the newest
+/// [`BACKUPS_KEPT`] removed; the copy's path.
+pub fn backup(path: &Path, old: &str) -> std::io::Result<PathBuf> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f");
+    let b = path.with_file_name(format!("{name}.pond-backup-{stamp}"));
+    std::fs::write(&b, old)?;
+    let all = backups_of(path);
+    for stale in &all[..all.len().saturating_sub(BACKUPS_KEPT)] {
+        let _ = std::fs::remove_file(stale);
+    }
+    Ok(b)
+}
+
+/// Write `text` to `path` (a file, not a link: see [`resolved`]) beside it first and renamed
+/// over it, so a client never reads half a file; its permissions kept.
+pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_file_name(format!(".{name}.pond-tmp"));
+    std::fs::write(&tmp, text)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// The newest backup pond made of `path`, if any.
+fn newest_backup(path: &Path) -> Option<String> {
+    std::fs::read_to_string(backups_of(path).last()?).ok()
 }
 
 fn read_opt(path: &Path) -> Result<Option<String>, String> {
@@ -261,10 +381,19 @@ fn read_opt(path: &Path) -> Result<Option<String>, String> {
     }
 }
 
+/// Whether pond is registered in `client`'s config file (through pond or by hand).
+fn is_registered(client: Client, home: &Path) -> bool {
+    let Ok(path) = resolved(&client.config_file(home)) else {
+        return false;
+    };
+    let text = read_opt(&path).ok().flatten().unwrap_or_default();
+    unregistered(client, &text).is_ok_and(|(_, was)| was)
+}
+
 /// Register pond with `client` (and install the skill where the client reads skills).
 /// `dry_run` says what would change.
 pub fn install(client: Client, home: &Path, exe: &str, dry_run: bool) -> Result<Installed, String> {
-    let path = client.config_file(home);
+    let path = resolved(&client.config_file(home))?;
     let old = read_opt(&path)?;
     let new = registered(client, old.as_deref().unwrap_or(""), exe).map_err(|e| {
         format!(
@@ -288,9 +417,10 @@ pub fn install(client: Client, home: &Path, exe: &str, dry_run: bool) -> Result<
     })
 }
 
-/// Remove pond from `client`'s config (the skill too). The rest of the file stays as it is.
+/// Remove pond from `client`'s config (the skill too, unless another registered client
+/// reads the same file). The rest of the file stays as it is.
 pub fn uninstall(client: Client, home: &Path, dry_run: bool) -> Result<Installed, String> {
-    let path = client.config_file(home);
+    let path = resolved(&client.config_file(home))?;
     let mut changes = Vec::new();
     match read_opt(&path)? {
         None => changes.push(Change {
@@ -327,7 +457,8 @@ pub fn uninstall(client: Client, home: &Path, dry_run: bool) -> Result<Installed
 }
 
 /// Install (`add`) or remove the agent skill where `client` reads skills. A skill file
-/// that is not pond's (edited by the user) is never removed.
+/// that is not pond's (edited by the user) is never removed, nor one that another client
+/// with pond registered reads too.
 pub fn skill(
     client: Client,
     home: &Path,
@@ -349,6 +480,19 @@ pub fn skill(
     if old.as_deref() != Some(SKILL) {
         return Ok(None);
     }
+    let users: Vec<&str> = Client::ALL
+        .into_iter()
+        .filter(|c| *c != client && c.skill_file(home).as_deref() == Some(path.as_path()))
+        .filter(|c| is_registered(*c, home))
+        .map(Client::name)
+        .collect();
+    if !users.is_empty() {
+        return Ok(Some(Change {
+            path: path.display().to_string(),
+            action: format!("kept ({} reads it too)", users.join(", ")),
+            backup: None,
+        }));
+    }
     if !dry_run {
         std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         if let Some(dir) = path.parent() {
@@ -367,6 +511,8 @@ pub fn skill(
     }))
 }
 
+/// Write `new` over `path` (whose text is `old`) with a backup, unless `action` is
+/// `unchanged` or this is a dry run; refused if the file is read-only.
 fn apply(
     path: &Path,
     old: Option<&str>,
@@ -374,10 +520,21 @@ fn apply(
     action: &str,
     dry_run: bool,
 ) -> Result<Change, String> {
-    let mut backup = None;
+    if action != "unchanged" && std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly()) {
+        return Err(format!(
+            "{} is read-only, so pond leaves it alone; make it writable (chmod u+w) and run again, or add pond by hand (`pond install CLIENT --print`)",
+            path.display()
+        ));
+    }
+    let mut saved = None;
     if !dry_run && action != "unchanged" {
-        backup = write_with_backup(path, old, new)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let written = old
+            .map(|old| backup(path, old))
+            .transpose()
+            .and_then(|b| write_atomic(path, new).map(|()| b));
+        saved = written
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?
+            .map(|b| b.display().to_string());
     }
     Ok(Change {
         path: path.display().to_string(),
@@ -386,7 +543,7 @@ fn apply(
         } else {
             action.to_owned()
         },
-        backup,
+        backup: saved,
     })
 }
 
@@ -419,7 +576,7 @@ pub fn cleanup_period_days(home: &Path) -> Result<Option<i64>, String> {
 
 /// Set Claude Code's `cleanupPeriodDays`, every other setting kept (with a backup).
 pub fn set_cleanup_period_days(home: &Path, days: i64, dry_run: bool) -> Result<Change, String> {
-    let path = claude_settings(home);
+    let path = resolved(&claude_settings(home))?;
     let old = read_opt(&path)?;
     let new = json::set(
         old.as_deref().unwrap_or(""),
