@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-cargo build --release --bin pond >&2
+cargo build --release --bin pond --bin pond-bridge >&2
 pond="$CARGO_TARGET_DIR/release/pond"
 if [ "$#" -eq 0 ]; then
   "$pond" sync

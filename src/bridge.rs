@@ -26,6 +26,11 @@ const REPLAY_ID: &str = "pond-bridge-replay";
 const START_WAIT: Duration = Duration::from_secs(20);
 /// Give up after this many server restarts within a minute.
 const MAX_RESTARTS: usize = 5;
+/// The longest message the bridge passes on: a longer one is answered with an error and
+/// not kept (the server would drop it unanswered).
+const MAX_LINE: usize = 16 << 20;
+/// The server's log is rotated past this size.
+const LOG_KEEP: u64 = 8 << 20;
 
 /// How to reach (and start) the store's server.
 pub struct Bridge {
@@ -35,6 +40,14 @@ pub struct Bridge {
     /// `pond` and its arguments for `pond … serve …`.
     pub exe: PathBuf,
     pub serve_args: Vec<OsString>,
+}
+
+/// Why no server was reached.
+enum Reach {
+    /// Nothing listens (yet).
+    Refused(std::io::Error),
+    /// Something listens that is not this user's: never talked to.
+    Impostor(String),
 }
 
 /// Just what the bridge reads of a message.
@@ -54,12 +67,24 @@ struct Session {
 
 impl Bridge {
     /// Connect to the running server, or start one and connect.
+    ///
+    /// Nothing is sent before the socket's folder is known to be this user's alone and the
+    /// process that answers to run as this user: another local user can neither stand in
+    /// for the server nor read what the agent asks.
     pub fn connect(&self) -> Result<UnixStream, String> {
-        if let Ok(s) = UnixStream::connect(&self.socket) {
-            return Ok(s);
-        }
         let dir = self.socket.parent().unwrap_or(Path::new("."));
-        socket::private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        socket::private_dir(dir)?;
+        if std::fs::symlink_metadata(&self.socket).is_ok_and(|m| m.is_dir()) {
+            return Err(format!(
+                "{} is a folder, where pond's socket should be; remove it",
+                self.socket.display()
+            ));
+        }
+        match self.reach() {
+            Ok(s) => return Ok(s),
+            Err(Reach::Impostor(e)) => return Err(e),
+            Err(Reach::Refused(_)) => {}
+        }
         let lock_path = socket::with_suffix(&self.socket, ".start");
         let lock = std::fs::OpenOptions::new()
             .write(true)
@@ -69,26 +94,42 @@ impl Bridge {
             .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
         lock.lock().map_err(|e| e.to_string())?;
         // Another bridge may have started it while this one waited.
-        if let Ok(s) = UnixStream::connect(&self.socket) {
-            return Ok(s);
+        match self.reach() {
+            Ok(s) => return Ok(s),
+            Err(Reach::Impostor(e)) => return Err(e),
+            Err(Reach::Refused(_)) => {}
         }
         if socket::running(&self.socket).is_none() {
             self.start()?;
         }
         let since = Instant::now();
         loop {
-            match UnixStream::connect(&self.socket) {
+            match self.reach() {
                 Ok(s) => return Ok(s),
-                Err(e) if since.elapsed() > START_WAIT => {
+                Err(Reach::Impostor(e)) => return Err(e),
+                Err(Reach::Refused(e)) if since.elapsed() > START_WAIT => {
                     return Err(format!(
                         "the pond server did not listen on {} within {START_WAIT:?} ({e}); see {}",
                         self.socket.display(),
                         self.log.display()
                     ))
                 }
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                Err(Reach::Refused(_)) => std::thread::sleep(Duration::from_millis(20)),
             }
         }
+    }
+
+    /// A connection to the server at the socket, if one listens there and runs as this
+    /// user.
+    fn reach(&self) -> Result<UnixStream, Reach> {
+        let s = UnixStream::connect(&self.socket).map_err(Reach::Refused)?;
+        socket::peer_is_me(&s).map_err(|e| {
+            Reach::Impostor(format!(
+                "refusing the server at {}: {e}",
+                self.socket.display()
+            ))
+        })?;
+        Ok(s)
     }
 
     /// Become `pond-bridge` (the binary beside `pond`) with this bridge's settings; returns
@@ -119,9 +160,9 @@ impl Bridge {
     /// the nearest subreaper), which reaps it.
     fn start(&self) -> Result<(), String> {
         if let Some(dir) = self.log.parent() {
-            socket::private_dir(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            socket::private_dir(dir)?;
         }
+        rotate(&self.log);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -249,6 +290,14 @@ impl Bridge {
     }
 }
 
+/// The server's log grows by every start: past [`LOG_KEEP`] it is moved to `serve.log.1`
+/// (replacing the one before) and a new one begun.
+fn rotate(log: &Path) {
+    if std::fs::metadata(log).is_ok_and(|m| m.len() > LOG_KEEP) {
+        let _ = std::fs::rename(log, socket::with_suffix(log, ".1"));
+    }
+}
+
 /// One message from the server to the client; an answer takes its id out of flight.
 fn deliver(line: &str, session: &Mutex<Session>, out: &mut impl Write) {
     if let Ok(Peek {
@@ -274,25 +323,39 @@ fn upstream(
     closing: &std::sync::atomic::AtomicBool,
 ) {
     let stdin = std::io::stdin();
-    let mut line = String::new();
     let mut input = stdin.lock();
+    let mut bytes = Vec::new();
     loop {
-        line.clear();
-        match input.read_line(&mut line) {
-            Ok(n) if n > 0 => {}
-            _ => break,
+        bytes.clear();
+        if bytes.capacity() > 1 << 20 {
+            // A large request's buffer is not kept for the session's life.
+            bytes = Vec::new();
         }
+        let line = match read_message(&mut input, &mut bytes) {
+            Message::End => break,
+            Message::Line(line) => line,
+            Message::TooLong(id) => {
+                if let Some(id) = id {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{}", too_long_error(&id));
+                    let _ = out.flush();
+                }
+                continue;
+            }
+            // Not UTF-8, so not JSON: no request to answer, and no reason to stop.
+            Message::NotText => continue,
+        };
         if line.trim().is_empty() {
             continue;
         }
         // The writer first, then the session: the order the restart takes them in, so a
         // request is either answered by the old server's error or sent to the new one.
         let w = writer.lock().expect("writer lock");
-        if let Ok(p) = serde_json::from_str::<Peek>(&line) {
+        if let Ok(p) = serde_json::from_str::<Peek>(line) {
             let mut s = session.lock().expect("session lock");
             match (p.method.as_deref(), &p.id) {
-                (Some("initialize"), _) => s.initialize = serde_json::from_str(&line).ok(),
-                (Some("notifications/initialized"), _) => s.initialized = Some(line.clone()),
+                (Some("initialize"), _) => s.initialize = serde_json::from_str(line).ok(),
+                (Some("notifications/initialized"), _) => s.initialized = Some(line.to_owned()),
                 _ => {}
             }
             if let (Some(_), Some(id)) = (&p.method, &p.id) {
@@ -305,6 +368,91 @@ fn upstream(
     closing.store(true, std::sync::atomic::Ordering::SeqCst);
     let w = writer.lock().expect("writer lock");
     let _ = w.shutdown(std::net::Shutdown::Write);
+}
+
+/// One line the client sent.
+enum Message<'a> {
+    Line(&'a str),
+    /// Over [`MAX_LINE`]: the rest was read and dropped; the request's id if its first bytes
+    /// say it.
+    TooLong(Option<String>),
+    NotText,
+    End,
+}
+
+/// The next line of `input` into `buf`, read in bounded steps: a line over [`MAX_LINE`] is
+/// read to its end but not kept.
+fn read_message<'a>(input: &mut impl BufRead, buf: &'a mut Vec<u8>) -> Message<'a> {
+    let mut dropped = false;
+    loop {
+        let (done, used) = match input.fill_buf() {
+            Ok([]) => {
+                if buf.is_empty() && !dropped {
+                    return Message::End;
+                }
+                (true, 0)
+            }
+            Ok(chunk) => match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    if !dropped {
+                        buf.extend_from_slice(&chunk[..=i]);
+                    }
+                    (true, i + 1)
+                }
+                None => {
+                    if !dropped {
+                        buf.extend_from_slice(chunk);
+                    }
+                    (false, chunk.len())
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Message::End,
+        };
+        input.consume(used);
+        if !dropped && buf.len() > MAX_LINE {
+            dropped = true;
+            // What the first bytes say of the id; the rest is not kept.
+            buf.truncate(4096);
+        }
+        if done {
+            break;
+        }
+    }
+    if dropped {
+        return Message::TooLong(leading_id(buf));
+    }
+    match std::str::from_utf8(buf) {
+        Ok(line) => Message::Line(line),
+        Err(_) => Message::NotText,
+    }
+}
+
+/// The `"id"` of a JSON-RPC message from its first bytes, as JSON text (a number or a
+/// string), when it stands there.
+fn leading_id(head: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(head);
+    let at = text.find("\"id\"")? + 4;
+    let rest = text[at..].trim_start().strip_prefix(':')?.trim_start();
+    let end = if let Some(s) = rest.strip_prefix('"') {
+        1 + s.find('"')? + 1
+    } else {
+        rest.find(|c: char| !(c.is_ascii_digit() || c == '-'))
+            .unwrap_or(rest.len())
+    };
+    let id = &rest[..end];
+    serde_json::from_str::<serde_json::Value>(id)
+        .ok()
+        .filter(|v| v.is_string() || v.is_number())
+        .map(|v| v.to_string())
+}
+
+/// The answer to a request over [`MAX_LINE`].
+fn too_long_error(id: &str) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32600,\"message\":\"this request is longer than pond accepts ({} MiB); send a shorter one\"}}}}",
+        MAX_LINE >> 20
+    )
 }
 
 /// The answer to a request the server died holding.

@@ -200,6 +200,16 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             no_index,
             no_embed,
         } => {
+            if let Some(p) = path
+                .as_deref()
+                .filter(|p| std::fs::symlink_metadata(p).is_err())
+            {
+                anyhow::bail!(
+                    "{} does not exist; point --path at a session file or a folder of them",
+                    p.display()
+                );
+            }
+            let given = path.clone();
             let sources = source_list(source, path, &sources);
             let searched: Vec<String> = sources
                 .iter()
@@ -235,6 +245,15 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             }
             if let Some(Err(e)) = synced.embedded {
                 return Err(e.into());
+            }
+            let r = &synced.report;
+            if let Some(p) = given.filter(|_| r.lines_read > 0 && r.sessions_touched == 0) {
+                anyhow::bail!(
+                    "{} holds no session of a client pond reads ({} lines read, no session in them); \
+                     `pond sync --help` lists the clients",
+                    p.display(),
+                    r.lines_read
+                );
             }
             offer_to_forget(front, &exclude_projects).await?;
             let root = front.store().root();

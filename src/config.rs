@@ -257,6 +257,52 @@ pub(crate) fn apply(cli: &mut Cli, matches: &ArgMatches, file: ConfigFile) -> Ve
     shown
 }
 
+/// The largest value each numeric setting takes, by flag and config key: anything larger is
+/// refused before it is used (a MiB count shifted into bytes or KiB, or seconds added to a
+/// clock, must not wrap or overflow).
+const MAXIMA: [(&str, &str, u64); 7] = [
+    ("--index-cache-mib", "cache.index_mib", 1 << 20),
+    ("--metadata-cache-mib", "cache.metadata_mib", 1 << 20),
+    ("--worker-idle-secs", "workers.idle_secs", 365 * 24 * 3600),
+    ("--sql-memory-mib", "workers.sql_memory_mib", 1 << 30),
+    ("--sync-memory-mib", "workers.sync_memory_mib", 1 << 30),
+    ("--auto-sync-mins", "mcp.auto_sync_mins", 365 * 24 * 60),
+    ("--idle-exit-mins", "", 365 * 24 * 60),
+];
+
+/// Every numeric setting in effect within its range (see [`MAXIMA`]), whichever of flag,
+/// variable or file gave it; the error names the setting and its range.
+pub(crate) fn check(cli: &Cli) -> Result<()> {
+    let (auto_sync, idle_exit) = match &cli.command {
+        crate::Command::Serve {
+            auto_sync_mins,
+            idle_exit_mins,
+            ..
+        } => (*auto_sync_mins, *idle_exit_mins),
+        crate::Command::Mcp { auto_sync_mins, .. } => (*auto_sync_mins, 0),
+        _ => (0, 0),
+    };
+    let values = [
+        cli.index_cache_mib as u64,
+        cli.metadata_cache_mib as u64,
+        cli.worker_idle_secs,
+        cli.sql_memory_mib,
+        cli.sync_memory_mib,
+        auto_sync,
+        idle_exit,
+    ];
+    for ((flag, key, max), value) in MAXIMA.iter().zip(values) {
+        if value > *max {
+            let name = match *key {
+                "" => flag.to_string(),
+                key => format!("{flag} ({key} in the config file)"),
+            };
+            bail!("{name} is {value}, out of range: it takes 0 to {max}");
+        }
+    }
+    Ok(())
+}
+
 /// `pond mcp`'s default auto-sync interval, minutes.
 pub(crate) const AUTO_SYNC_MINS: u64 = 10;
 

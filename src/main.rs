@@ -111,6 +111,21 @@ pub(crate) struct Cli {
     sources: std::collections::BTreeMap<String, config::Source>,
 }
 
+impl Command {
+    /// Whether this command makes the store when there is none: the ones that write into
+    /// it (sync, a model's import) or serve it (and sync it in the background).
+    fn makes_store(&self) -> bool {
+        matches!(
+            self,
+            Command::Sync { .. }
+                | Command::Mcp { .. }
+                | Command::Serve { .. }
+                | Command::Worker { .. }
+                | Command::Model { .. }
+        )
+    }
+}
+
 #[derive(Subcommand)]
 pub(crate) enum ModelAction {
     /// Import a BERT-shaped sentence embedder from a folder (config.json, tokenizer.json,
@@ -554,6 +569,10 @@ fn main() -> std::process::ExitCode {
         }
     };
     let settings = config::apply(&mut cli, &matches, file);
+    if let Err(e) = config::check(&cli) {
+        eprintln!("pond: {e:#}");
+        return std::process::ExitCode::FAILURE;
+    }
     if let Some(code) = commands::offline(&mut cli, &settings) {
         return code;
     }
@@ -652,6 +671,13 @@ fn store_args(cli: &Cli, root: &std::path::Path) -> Vec<std::ffi::OsString> {
 /// Open the store the command names, with the runner its jobs go to.
 pub(crate) fn front(cli: &Cli) -> Result<Front> {
     let root = cli.store.clone().unwrap_or_else(default_store);
+    // A command that only reads never makes a store: a mistyped --store is said as such.
+    if !cli.command.makes_store() && std::fs::symlink_metadata(&root).is_err() {
+        anyhow::bail!(
+            "no store at {}: `pond sync` makes one there (or give --store the path of yours)",
+            root.display()
+        );
+    }
     let store = Store::open(&root, store_config(cli))
         .with_context(|| format!("cannot open the store at {}", root.display()))?;
     let store = Arc::new(store);
@@ -664,8 +690,16 @@ pub(crate) fn front(cli: &Cli) -> Result<Front> {
 pub(crate) fn bridge_of(cli: &Cli, auto_sync_mins: u64) -> Result<bridge::Bridge, String> {
     let root = cli.store.clone().unwrap_or_else(default_store);
     // The store's folder exists before its socket is named by its canonical path.
-    pond_front::rendezvous::private_dir(&root)
-        .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        // Made owner-only when missing; one that exists is left as it is (the socket's own
+        // folder is checked when the bridge connects).
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&root)
+            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    }
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the pond executable: {e}"))?;
     let mut args = store_args(cli, &root);

@@ -3,7 +3,6 @@
 //! dependency on the server itself, so the status and the bridge can read them.
 
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// else `<store>/serve.sock`, else (a path too long for a socket) `/tmp/pond-<uid>/`.
 pub fn socket_path(root: &Path) -> PathBuf {
     let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    let name = format!("{:016x}.sock", fnv1a(root.as_os_str().as_encoded_bytes()));
+    let name = socket_name(&root);
     if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir).join("pond").join(name);
     }
@@ -21,9 +20,16 @@ pub fn socket_path(root: &Path) -> PathBuf {
     if beside.as_os_str().len() < 100 {
         return beside;
     }
-    use std::os::unix::fs::MetadataExt;
-    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+    let uid = nix::unistd::geteuid();
     PathBuf::from(format!("/tmp/pond-{uid}")).join(name)
+}
+
+/// The socket's file name in a shared folder: a hash of the store's canonical path.
+pub fn socket_name(canonical_root: &Path) -> String {
+    format!(
+        "{:016x}.sock",
+        fnv1a(canonical_root.as_os_str().as_encoded_bytes())
+    )
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -57,10 +63,65 @@ pub fn running(socket: &Path) -> Option<u32> {
     }
 }
 
-/// The folder of sockets: created owner-only.
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+/// Make sure `dir` is a folder no other user can put a socket in: created owner-only (0700)
+/// when missing, its parents as the umask makes them; a folder that exists already is never
+/// changed (pond chmods no folder it did not create) and must be a real folder, not a link,
+/// owned by this user and writable by nobody else, or it is refused: another user could
+/// otherwise have made it, or could place a socket there that a bridge would trust.
+pub fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let refuse = |why: String| {
+        Err(format!(
+            "{} {why}; pond keeps its socket only in a folder that is yours alone \
+             (choose another --socket or --store, or fix the folder)",
+            dir.display()
+        ))
+    };
+    if meta.file_type().is_symlink() {
+        return refuse("is a symbolic link".into());
+    }
+    if !meta.is_dir() {
+        return refuse("is not a folder".into());
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return refuse(format!("belongs to uid {}, not to you (uid {me})", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return refuse(format!(
+            "can be written by other users (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the process at the other end of a connected Unix socket runs as this user
+/// (`SO_PEERCRED`): the bridge asks it of the server before sending a byte, the server of
+/// each client before serving it.
+pub fn peer_is_me(stream: &impl std::os::fd::AsFd) -> Result<(), String> {
+    let cred = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|e| format!("cannot read the peer's credentials: {e}"))?;
+    let me = nix::unistd::geteuid().as_raw();
+    if cred.uid() != me {
+        return Err(format!(
+            "the process at the other end (pid {}) runs as uid {}, not as you (uid {me})",
+            cred.pid(),
+            cred.uid()
+        ));
+    }
+    Ok(())
 }
 
 /// What a running server says of itself in `<socket>.state`.
@@ -74,6 +135,10 @@ pub struct ServerState {
     /// The streamable HTTP URL, when the server serves one.
     #[serde(default)]
     pub http: Option<String>,
+    /// The bearer token its HTTP requests must carry. The state file is the owner's alone
+    /// (0600), so whoever reads it may see the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_token: Option<String>,
     /// Read from /proc when the state is read ([`server_of`]), not stored.
     #[serde(default)]
     pub footprint_kib: u64,
@@ -97,6 +162,7 @@ pub fn server_of(root: &Path) -> Option<ServerState> {
         started_ms: 0,
         clients: 0,
         http: None,
+        http_token: None,
         footprint_kib: 0,
         uptime_s: 0,
     });

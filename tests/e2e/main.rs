@@ -22,3 +22,4 @@ mod restore;
 mod rowmap;
 mod serve;
 mod sync;
+mod trust;

@@ -145,7 +145,18 @@ fn compare(file: &StoredFile, target: &Path) -> Result<(FileState, pond_store::r
 /// time is the session's last message, as the client left it.
 fn write_new(file: &StoredFile, target: &Path) -> Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        let dangling = dir.ancestors().find(|a| {
+            std::fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()) && !a.exists()
+        });
+        StoreError::Failed(match dangling {
+            Some(link) => format!(
+                "cannot write into {}: it is a link to a folder that does not exist",
+                link.display()
+            ),
+            None => format!("cannot make the folder {}: {e}", dir.display()),
+        })
+    })?;
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -159,9 +170,27 @@ fn write_new(file: &StoredFile, target: &Path) -> Result<()> {
             let _ = f.set_modified(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64));
         }
         f.sync_all()?;
-        std::fs::hard_link(&temp, target)
-            .map_err(|e| StoreError::Failed(format!("cannot write {}: {e}", target.display())))?;
-        Ok(())
+        let failed = |e: std::io::Error| {
+            StoreError::Failed(format!("cannot write {}: {e}", target.display()))
+        };
+        match std::fs::hard_link(&temp, target) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(failed(e)),
+            // A file system without hard links (FAT, exFAT, some network and FUSE mounts):
+            // the same bytes copied to a name that must still be new.
+            Err(_) => {
+                let mut to = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(target)
+                    .map_err(failed)?;
+                std::io::copy(&mut File::open(&temp)?, &mut to).map_err(failed)?;
+                if let Some(ms) = file.session.updated_at.or(file.session.created_at) {
+                    let _ = to.set_modified(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64));
+                }
+                to.sync_all().map_err(failed)
+            }
+        }
     })();
     let _ = std::fs::remove_file(&temp);
     written

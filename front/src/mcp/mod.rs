@@ -243,16 +243,26 @@ impl ServerHandler for PondServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.client.called();
-        let _turn = self.client.turn().await;
-        // A panic in a handler (a bug) is this call's tool error, not a dead session; the
-        // panic hook logs where it happened, never the message (it may quote archived text).
-        let call = std::panic::AssertUnwindSafe(self.call(&request.name, request.arguments));
-        let answer = futures::FutureExt::catch_unwind(call)
-            .await
-            .unwrap_or_else(|_| Err(internal("an internal error (a bug, logged by pond)")));
+        let answered = async {
+            let _turn = self.client.turn().await;
+            // A panic in a handler (a bug) is this call's tool error, not a dead session; the
+            // panic hook logs where it happened, never the message (it may quote archived
+            // text).
+            let call = std::panic::AssertUnwindSafe(self.call(&request.name, request.arguments));
+            futures::FutureExt::catch_unwind(call)
+                .await
+                .unwrap_or_else(|_| Err(internal("an internal error (a bug, logged by pond)")))
+        };
+        // A call its client cancelled (`notifications/cancelled`), or whose session closed,
+        // is dropped where it is: its place in the queue given up, its worker job ended
+        // (the worker is killed) instead of running on to its deadline.
+        let answer = tokio::select! {
+            answer = answered => answer,
+            _ = context.ct.cancelled() => Err("the client cancelled this call".to_owned()),
+        };
         // Secrets are masked in every answer, errors included (one may quote the request).
         let shown = |text: String| {
             ContentBlock::text(render::bounded(

@@ -41,22 +41,31 @@ struct Held {
 impl Held {
     fn take(socket: &Path) -> Result<Held, String> {
         let dir = socket.parent().unwrap_or(Path::new("."));
-        private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        private_dir(dir)?;
+        refuse_folder(socket)?;
         let path = lock_path(socket);
-        let mut lock = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        if lock.try_lock().is_err() {
-            let pid = running(socket).map_or("?".into(), |p| p.to_string());
-            return Err(format!(
-                "a pond server already runs for this store (pid {pid}, socket {}); `pond mcp` attaches to it",
-                socket.display()
-            ));
-        }
+        let mut lock = loop {
+            let lock = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            if lock.try_lock().is_err() {
+                let pid = running(socket).map_or("?".into(), |p| p.to_string());
+                return Err(format!(
+                    "a pond server already runs for this store (pid {pid}, socket {}); `pond mcp` attaches to it",
+                    socket.display()
+                ));
+            }
+            // A server that exits removes the lock file before it lets go of it: a lock
+            // taken on the file it removed is no lock (another server may hold the new
+            // file at that path), so the lock counts only while the path is still its file.
+            if same_file(&lock, &path) {
+                break lock;
+            }
+        };
         lock.set_len(0).map_err(|e| e.to_string())?;
         write!(lock, "{}", std::process::id()).map_err(|e| e.to_string())?;
         // The lock is ours: a socket file there is a dead server's.
@@ -65,6 +74,27 @@ impl Held {
             socket: socket.to_path_buf(),
             lock,
         })
+    }
+}
+
+/// A folder where the socket should be would make every bridge wait for a server that
+/// cannot listen: said at once.
+pub(crate) fn refuse_folder(socket: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(socket) {
+        Ok(m) if m.is_dir() => Err(format!(
+            "{} is a folder, where pond's socket should be; remove it or choose another --socket",
+            socket.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `path` still names the open `file`.
+fn same_file(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
@@ -115,7 +145,16 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    tokio::time::sleep(http::ACCEPT_BACKOFF).await;
+                    continue;
+                };
+                // Only this user's processes are served (the socket is 0600; root could
+                // still connect).
+                if let Err(e) = crate::rendezvous::peer_is_me(&stream) {
+                    tracing::warn!("refused a connection: {e}");
+                    continue;
+                }
                 idle_since = None;
                 let server = PondServer::new(front.clone(), "unix");
                 state.write(&front);

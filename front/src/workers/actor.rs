@@ -46,8 +46,10 @@ impl Actor {
 
     pub(super) async fn main(mut self, mut rx: mpsc::Receiver<Request>) {
         loop {
+            // An idle time past what an Instant can hold is no deadline.
             let idle_deadline = (self.live.is_some() && !self.kind.one_shot())
-                .then(|| self.last_used + self.config.idle_exit);
+                .then(|| self.last_used.checked_add(self.config.idle_exit))
+                .flatten();
             let wake = tokio::select! {
                 c = rx.recv() => Wake::Command(c),
                 _ = sleep_until(idle_deadline) => Wake::Idle,
