@@ -297,35 +297,36 @@ fn without(text: &str, obj: &Object, i: usize) -> String {
         }
     };
     let blank = |r: Range<usize>| t[r].iter().all(u8::is_ascii_whitespace);
-    let cut = |ranges: &[Range<usize>]| {
+    // The text without the spans `(start, end)`, given in order.
+    let cut = |spans: &[(usize, usize)]| {
         let mut out = String::with_capacity(text.len());
         let mut from = 0;
-        for r in ranges {
-            out.push_str(&text[from..r.start]);
-            from = r.end;
+        for &(start, end) in spans {
+            out.push_str(&text[from..start]);
+            from = end;
         }
         out.push_str(&text[from..]);
         out
     };
     match (i.checked_sub(1), obj.members.get(i + 1), comma) {
         // Before another member: the member and its comma, up to what follows.
-        (_, Some(_), Some(c)) => cut(&[m.start..skip_space(t, c + 1)]),
-        (_, Some(_), None) => cut(&[m.start..m.value.end]),
+        (_, Some(_), Some(c)) => cut(&[(m.start, skip_space(t, c + 1))]),
+        (_, Some(_), None) => cut(&[(m.start, m.value.end)]),
         // The last: the comma before it goes too. As pond's install wrote it (blank space
         // between), everything from that comma on; a trailing comma after it (JSONC) now
         // follows the previous member, as it did before.
         (Some(p), None, _) => match skip_blank(t, obj.members[p].value.end) {
-            sep if t[sep] == b',' && blank(sep + 1..m.start) => cut(&[sep..m.value.end]),
-            sep if t[sep] == b',' => cut(&[sep..sep + 1, line..until(m.value.end)]),
-            _ => cut(&[line..until(m.value.end)]),
+            sep if t[sep] == b',' && blank(sep + 1..m.start) => cut(&[(sep, m.value.end)]),
+            sep if t[sep] == b',' => cut(&[(sep, sep + 1), (line, until(m.value.end))]),
+            _ => cut(&[(line, until(m.value.end))]),
         },
         // The only member: an object left with nothing but blank space is emptied.
         (None, None, _) => {
             let end = comma.map_or(m.value.end, |c| c + 1);
             if blank(obj.open + 1..m.start) && blank(end..obj.close) {
-                cut(&[obj.open + 1..obj.close])
+                cut(&[(obj.open + 1, obj.close)])
             } else {
-                cut(&[line..until(end)])
+                cut(&[(line, until(end))])
             }
         }
     }
