@@ -126,6 +126,12 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             allow_host,
             allow_origin,
         } => {
+            if http_token.is_some() {
+                anyhow::bail!(
+                    "--http-token would show the token to every local user (in the process list): \
+                     set POND_HTTP_TOKEN instead, or set none and read the one the server makes in `pond status`"
+                );
+            }
             let opts = pond_front::mcp::socket::ServeOptions {
                 socket: socket
                     .unwrap_or_else(|| pond_front::rendezvous::socket_path(front.store().root())),
@@ -133,7 +139,9 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
                 auto_sync: auto_sync_of(auto_sync_mins, &sources, exclude_projects),
                 http: http.map(|addr| pond_front::mcp::http::HttpOptions {
                     addr,
-                    token: http_token,
+                    token: std::env::var("POND_HTTP_TOKEN")
+                        .ok()
+                        .filter(|t| !t.is_empty()),
                     allow_remote,
                     allow_hosts: allow_host,
                     allow_origins: allow_origin,

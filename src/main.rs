@@ -303,22 +303,17 @@ pub(crate) enum Command {
         #[arg(long)]
         socket: Option<PathBuf>,
         /// Serve streamable HTTP too, at `http://ADDR/mcp` (e.g. 127.0.0.1:7777; loopback
-        /// unless --allow-remote)
+        /// unless --allow-remote). Every request carries `Authorization: Bearer TOKEN`: the
+        /// token in POND_HTTP_TOKEN, else one made at start that `pond status` shows
         #[arg(long, env = "POND_HTTP", value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
-        /// Require `Authorization: Bearer TOKEN` of every HTTP request (needed with
-        /// --allow-remote)
-        #[arg(
-            long,
-            env = "POND_HTTP_TOKEN",
-            hide_env_values = true,
-            value_name = "TOKEN"
-        )]
+        /// Refused: a command line is visible to every local user (set POND_HTTP_TOKEN)
+        #[arg(long, hide = true, value_name = "TOKEN")]
         http_token: Option<String>,
-        /// Let --http bind a non-loopback address (with a token)
+        /// Let --http bind a non-loopback address (with POND_HTTP_TOKEN set)
         #[arg(long)]
         allow_remote: bool,
-        /// Accept this HTTP Host name besides loopback names and the bound address
+        /// Accept this HTTP Host name besides loopback names and the machine's addresses
         /// (repeatable)
         #[arg(long, value_name = "NAME")]
         allow_host: Vec<String>,

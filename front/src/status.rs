@@ -179,7 +179,11 @@ pub(crate) async fn gather(
             .report("sync")
             .and_then(|v| serde_json::from_value(v).ok()),
         background_sync,
-        server: crate::rendezvous::server_of(store.root()),
+        // The HTTP token is for the owner's `pond status`, not for an MCP client's answer.
+        server: crate::rendezvous::server_of(store.root()).map(|s| {
+            let http_token = s.http_token.filter(|_| !process);
+            crate::rendezvous::ServerState { http_token, ..s }
+        }),
         process: process.then(|| process_of(runner, started)),
     }
 }

@@ -10,7 +10,7 @@
 //! with the same clean shutdown as the stdio front; it removes its socket and lock file.
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -114,7 +114,7 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
 
     let held = Held::take(&opts.socket)?;
     let http_listener = match &opts.http {
-        Some(o) => Some((http::bind(o).await?, o.clone())),
+        Some(o) => Some(http::bind(o).await?),
         None => None,
     };
     let listener = UnixListener::bind(&opts.socket)
@@ -129,15 +129,16 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
         tokio::spawn(front.clone().auto_sync(auto));
     }
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let mut url = None;
-    let http_task = http_listener.map(|(listener, o)| {
-        url = listener.local_addr().ok().map(http::url);
-        tokio::spawn(http::serve(front.clone(), listener, o, stopped.clone()))
+    let (mut url, mut http_token) = (None, None);
+    let http_task = http_listener.map(|listener| {
+        (url, http_token) = (listener.url(), Some(listener.token().to_owned()));
+        tokio::spawn(http::serve(front.clone(), listener, stopped.clone()))
     });
     let state = StateFile {
         socket: opts.socket.clone(),
         started_ms: chrono::Utc::now().timestamp_millis(),
         http: url,
+        http_token,
     };
     state.write(&front);
     let mut idle_since = Some(Instant::now());
@@ -199,6 +200,8 @@ struct StateFile {
     started_ms: i64,
     /// The HTTP transport's URL, if it serves one.
     http: Option<String>,
+    /// The token its requests must carry: the file is the owner's alone.
+    http_token: Option<String>,
 }
 
 impl StateFile {
@@ -209,13 +212,22 @@ impl StateFile {
             started_ms: self.started_ms,
             clients: front.clients().count() as u64,
             http: self.http.clone(),
+            http_token: self.http_token.clone(),
             footprint_kib: 0,
             uptime_s: 0,
         };
         let path = crate::rendezvous::state_path(&self.socket);
         let tmp = with_suffix(&path, ".tmp");
         let json = serde_json::to_vec(&state).expect("the state serializes");
-        if std::fs::write(&tmp, json)
+        let _ = std::fs::remove_file(&tmp);
+        // Created owner-only: it holds the HTTP token.
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&json));
+        if written
             .and_then(|()| std::fs::rename(&tmp, &path))
             .is_err()
         {

@@ -84,6 +84,12 @@ fn derived(out: &mut String, s: &Status) {
                     .map(|u| format!(", {u}"))
                     .unwrap_or_default()
             );
+            if let Some(token) = &srv.http_token {
+                let _ = writeln!(
+                    out,
+                    "server HTTP token: {token} (masked unless --reveal-secrets; send `Authorization: Bearer TOKEN`)"
+                );
+            }
         }
         None => {
             let _ = writeln!(out, "server: none running (`pond mcp` starts one)");
