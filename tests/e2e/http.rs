@@ -676,8 +676,17 @@ fn a_flood_of_sessions_is_capped_and_the_least_recently_used_go_first() {
     let kept = session(&url, &auth);
     let first = tool(&url, &kept, 2, "pond_search", json!({"query": "tokenizer"}));
     crate::inspector::found_the_tokenizer_session(&first["result"]);
-    let before = crate::common::footprint_kib(pid);
+    // Warm: what the flood's checks use (SQL, the status) has run once.
+    let one = tool(
+        &url,
+        &kept,
+        3,
+        "pond_sql",
+        json!({"query": "SELECT 1 AS one"}),
+    );
+    assert_eq!(one["result"]["isError"], false, "{one}");
     let count_before = clients(&url, &kept);
+    let before = crate::common::footprint_kib(pid);
     let flood = |n: usize| -> Vec<Vec<(String, String)>> {
         (0..n)
             .map(|i| {
@@ -733,9 +742,20 @@ fn a_flood_of_sessions_is_capped_and_the_least_recently_used_go_first() {
     // rest back at its next 10 s trim tick), and a second flood adds nothing.
     std::thread::sleep(Duration::from_secs(11));
     let after = crate::common::footprint_kib(pid);
-    flood(300);
+    let flooded = flood(300);
     std::thread::sleep(Duration::from_secs(11));
     let second = crate::common::footprint_kib(pid);
+    // Once the flood's sessions end, the memory goes back.
+    for s in &flooded[300 - 64..] {
+        request(&url, "DELETE", "/mcp", &borrowed(s), "");
+    }
+    std::thread::sleep(Duration::from_secs(11));
+    let ended = crate::common::footprint_kib(pid);
+    eprintln!("footprint after the flood's sessions ended: {ended} KiB");
+    assert!(
+        ended <= before + before / 10,
+        "footprint {before} KiB -> {ended} KiB once the flood's sessions ended"
+    );
     eprintln!(
         "footprint: before {before} KiB, after 300 sessions {after} KiB, after 600 {second} KiB"
     );
