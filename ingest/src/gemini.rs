@@ -8,8 +8,10 @@
 //! and everything after it.
 //!
 //! Message records: `user` (searchable: `displayContent` when the client kept what was
-//! typed, else `content`), `gemini` (the answer: thoughts as thinking parts, the text, each
-//! tool call with its inline result), `info`/`error`/`warning` (system messages).
+//! typed, else `content`; the `System: Please continue.` the client sends by itself after a
+//! turn that stopped short is a system message), `gemini` (the answer: thoughts as thinking
+//! parts, the text, each tool call with its inline result), `info`/`error`/`warning` (system
+//! messages).
 //!
 //! Older builds wrote the chat as one JSON document, `session-<time>-<id>.json`, rewritten
 //! whole as it grew: `{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`. It
@@ -74,6 +76,10 @@ fn sniff(v: &Value) -> bool {
         || v.get("$rewindTo").is_some()
         || v.get("$set").is_some()
 }
+
+/// The user turn Gemini CLI sends by itself when the model stopped short (after a tool
+/// call, or a stream it could not read): a system message, not a prompt the user typed.
+const CONTINUE: &str = "System: Please continue.";
 
 pub struct GeminiParser {
     subagent: bool,
@@ -175,7 +181,9 @@ impl GeminiParser {
         remove(out, &c.session.id, |m| m == id);
         let ts = c.touch(parse_ts(v.get("timestamp")));
         let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
+        let text = v.get("content").and_then(part_text);
         let role = match ty {
+            "user" if text.as_deref().map(str::trim) == Some(CONTINUE) => Role::System,
             "user" => Role::User,
             // Some builds' older chats name the answer `model`.
             "gemini" | "model" => Role::Assistant,
@@ -201,7 +209,6 @@ impl GeminiParser {
                 parts.push(PartRow::with_text(&m, 0, "thinking", Some(text)));
             }
         }
-        let text = v.get("content").and_then(part_text);
         if let Some(t) = &text {
             parts.push(PartRow::with_text(&m, 0, "text", Some(t.clone())));
         }

@@ -354,6 +354,9 @@ fn aged_copy(name: &str, age: std::time::Duration) -> tempfile::TempDir {
 }
 
 const TEXT_SESSION: &str = "aaaaaaaa-1111-4aaa-8aaa-aaaaaaaaaaaa";
+/// A late-2025 text transcript: thinking in `<think>` tags, a `StrReplace` whose code starts
+/// at column 0.
+const THINK_SESSION: &str = "dddddddd-4444-4ddd-8ddd-dddddddddddd";
 
 #[test]
 fn cursor_transcripts_in_plain_text() {
@@ -370,7 +373,8 @@ fn cursor_transcripts_in_plain_text() {
             names,
             [
                 format!("{TEXT_SESSION}.txt"),
-                "cccccccc-3333-4ccc-8ccc-cccccccccccc.jsonl".to_owned()
+                "cccccccc-3333-4ccc-8ccc-cccccccccccc.jsonl".to_owned(),
+                format!("{THINK_SESSION}.txt"),
             ],
             "{kind:?}"
         );
@@ -378,7 +382,7 @@ fn cursor_transcripts_in_plain_text() {
     }
     let b = read_tree(old.path(), Some(CURSOR));
     assert!(b.skips.is_empty(), "{:?}", b.skips);
-    assert_eq!(b.sessions.len(), 2);
+    assert_eq!(b.sessions.len(), 3);
     let s = b.sessions.iter().find(|s| s.id == TEXT_SESSION).unwrap();
     assert_eq!(s.source_agent, "cursor");
     assert_eq!(
@@ -464,6 +468,85 @@ fn cursor_transcripts_in_plain_text() {
     assert_eq!(
         parts(mine[4])[0].2.as_deref(),
         Some(r#"{"command":"pytest vent","cwd":"/home/dev/greenhouse"}"#)
+    );
+}
+
+/// `<think>` ... `</think>` is thinking, not answer text (a turn of it alone is no answer);
+/// a call's arguments whose code starts at column 0 are the call's input, not text.
+#[test]
+fn cursor_text_thinking_tags_and_code_at_column_zero() {
+    let old = aged_copy("cursor-text", std::time::Duration::from_secs(3600));
+    let b = read_tree(old.path(), Some(CURSOR));
+    let mine: Vec<_> = b
+        .messages
+        .iter()
+        .filter(|m| m.session_id == THINK_SESSION)
+        .collect();
+    let turns: Vec<(u64, &str, bool)> = mine
+        .iter()
+        .map(|m| (m.source_line, m.role.as_str(), m.search_text.is_some()))
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            (1, "user", true),
+            (11, "assistant", true),
+            (26, "assistant", false),
+            (31, "assistant", false),
+            (43, "assistant", true)
+        ]
+    );
+    assert_eq!(
+        mine[1].search_text.as_deref(),
+        Some("I will read the gate driver first.")
+    );
+    assert_eq!(
+        mine[4].search_text.as_deref(),
+        Some("The gate now stops at its closed limit switch, not halfway at the open one.")
+    );
+    let parts = |m: &crate::model::MessageRow| -> Vec<(String, Option<String>)> {
+        b.parts
+            .iter()
+            .filter(|p| p.message_id == m.id)
+            .map(|p| (p.part_type.clone(), p.text.clone().or(p.body.clone())))
+            .collect()
+    };
+    let first = parts(mine[1]);
+    assert_eq!(first[0].0, "thinking");
+    assert_eq!(
+        first[0].1.as_deref(),
+        Some("The motor stops when a limit switch reads high.\n\nMaybe the reed switch is wired the other way round:\n- closed: reads low\n- open: reads high")
+    );
+    let kinds: Vec<&str> = first.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["thinking", "text", "tool_call", "tool_result"]);
+    assert_eq!(
+        parts(mine[2]),
+        [(
+            "thinking".into(),
+            Some(
+                "While closing, the driver checks the open limit. Swap it for the closed one."
+                    .into()
+            )
+        )]
+    );
+    let call = parts(mine[3]);
+    assert_eq!(call.len(), 2, "{call:?}");
+    let input: serde_json::Value = serde_json::from_str(call[0].1.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        input,
+        serde_json::json!({
+            "path": "/home/dev/weir/gate/driver.py",
+            "old_string": "if self.limit_open.read():\nsump.stop()",
+            "new_string": "if self.limit_closed.read():\nsump.stop()\n\n    log.info(\"gate closed\")"
+        })
+    );
+    let last = parts(mine[4]);
+    assert_eq!(
+        last[0],
+        (
+            "thinking".into(),
+            Some("The closing check reads the closed limit now.".into())
+        )
     );
 }
 
@@ -646,7 +729,7 @@ fn huge_or_device_side_files_do_not_stop_a_read() {
             .iter()
             .filter(|m| m.session_id == aquarium.id)
             .count(),
-        6
+        7
     );
 }
 
@@ -662,7 +745,7 @@ fn gemini_chats_replayed_with_replacements_rewinds_and_checkpoints() {
         assert_eq!(ids.len(), 5, "{ids:?}");
         assert_eq!(
             b.records.len(),
-            12 + 3 + 4 + 1 + 1 + 5,
+            13 + 3 + 4 + 1 + 1 + 5,
             "every line a record, control lines too, a legacy chat one record"
         );
         let s = b
@@ -688,7 +771,7 @@ fn gemini_chats_replayed_with_replacements_rewinds_and_checkpoints() {
             .map(|m| m.id.as_str())
             .collect();
         // g1's later copy replaced the first; the rewind to u2 took u2 and g3.
-        assert_eq!(ids, ["u1", "g1", "g2", "u3", "g4", "i1"], "{kind:?}");
+        assert_eq!(ids, ["u1", "g1", "k1", "g2", "u3", "g4", "i1"], "{kind:?}");
         let part = |id: &str, ty: &str| {
             b.parts
                 .iter()
@@ -719,6 +802,13 @@ fn gemini_chats_replayed_with_replacements_rewinds_and_checkpoints() {
         );
         assert_eq!(msg("i1").role, Role::System);
         assert_eq!(msg("i1").search_text, None);
+        // What the client sent by itself after a tool call: not the user's prompt.
+        assert_eq!(msg("k1").role, Role::System);
+        assert_eq!(msg("k1").search_text, None);
+        assert_eq!(
+            part("k1", "text").text.as_deref(),
+            Some("System: Please continue.")
+        );
         assert_eq!(msg("g2").model.as_deref(), Some("gemini-2.5-pro"));
 
         let sub = b

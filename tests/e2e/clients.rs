@@ -234,6 +234,9 @@ fn cursor_default_home_is_synced_searched_and_read_over_mcp() {
     );
 }
 
+/// The fixture's late-2025 text transcript: thinking in `<think>` tags, code at column 0.
+const THINK_SESSION: &str = "dddddddd-4444-4ddd-8ddd-dddddddddddd";
+
 #[test]
 fn cursor_text_transcripts_are_synced_searched_and_read_over_mcp() {
     let env = Env::new();
@@ -241,17 +244,43 @@ fn cursor_text_transcripts_are_synced_searched_and_read_over_mcp() {
     copy_dir(&clients().join("cursor-text"), &home);
     let dir = home.join("projects/home-dev-greenhouse/agent-transcripts");
     let text = dir.join("aaaaaaaa-1111-4aaa-8aaa-aaaaaaaaaaaa.txt");
-    // Written an hour ago: Cursor is done with it, its last answer is read too.
+    let think = home.join(format!(
+        "projects/home-dev-weir/agent-transcripts/{THINK_SESSION}.txt"
+    ));
+    // Written an hour ago: Cursor is done with them, their last answers are read too.
     let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    let f = std::fs::File::options().write(true).open(&text).unwrap();
-    f.set_modified(hour_ago).unwrap();
+    for t in [&text, &think] {
+        let f = std::fs::File::options().write(true).open(t).unwrap();
+        f.set_modified(hour_ago).unwrap();
+    }
     let r = env.json(&["sync", "--json"]);
     assert_eq!(
-        r["files_new"], 2,
-        "the text transcript and the JSONL one: {r}"
+        r["files_new"], 3,
+        "the text transcripts and the JSONL one: {r}"
     );
     assert_eq!(r["skipped"], 0, "{r}");
-    assert_eq!(r["messages_added"], 6 + 2, "{r}");
+    assert_eq!(r["messages_added"], 6 + 2 + 5, "{r}");
+    // A late build's transcript: `<think>` is thinking, not what was answered; the code of a
+    // `StrReplace` whose lines start at column 0 is the call's input, not answer text.
+    let of_think = |q: &str| {
+        env.sql_json(&format!(
+            "SELECT count(*) AS n FROM {q} AND session_id = '{THINK_SESSION}'"
+        ))[0]["n"]
+            .clone()
+    };
+    assert_eq!(of_think("parts WHERE part_type = 'thinking'"), 3);
+    assert_eq!(
+        of_think("messages WHERE role = 'assistant' AND search_text IS NOT NULL"),
+        2
+    );
+    for said_elsewhere in ["reed switch", "sump.stop()"] {
+        let q = format!("messages WHERE search_text LIKE '%{said_elsewhere}%'");
+        assert_eq!(of_think(&q), 0, "{said_elsewhere}");
+    }
+    assert_eq!(
+        of_think("parts WHERE part_type = 'tool_call' AND body LIKE '%sump.stop()%'"),
+        1
+    );
     let hits = env.json(&["search", "greenhouse vent opens at night", "--json"]);
     assert_eq!(
         hits["sessions"][0]["session_id"], "aaaaaaaa-1111-4aaa-8aaa-aaaaaaaaaaaa",
@@ -281,7 +310,7 @@ fn cursor_text_transcripts_are_synced_searched_and_read_over_mcp() {
         c.service.cancel().await.unwrap();
     });
     let again = env.json(&["sync", "--json"]);
-    assert_eq!(again["files_unchanged"], 2, "{again}");
+    assert_eq!(again["files_unchanged"], 3, "{again}");
     // Restored as it was written, blank lines included.
     let out = env.dir.path().join("restored");
     env.ok(&[
@@ -344,6 +373,11 @@ fn gemini_default_home_is_synced_searched_and_read_over_mcp() {
         "--json",
     ]);
     assert_eq!(hits["sessions"][0]["session_id"], GEMINI_SESSION, "{hits}");
+    // The turn the client sent by itself after a tool call is a system message, not a
+    // prompt the user typed.
+    let sent = env
+        .sql_json("SELECT role, search_text IS NULL AS unsearchable FROM messages WHERE id = 'k1'");
+    assert_eq!(sent, json!([{"role": "system", "unsearchable": true}]));
     // The rewound turn is not there to be found; the checkpoint's replaced draft neither.
     for gone in ["try 2.0 instead", "first draft of the kiosk"] {
         let none = env.json(&["search", gone, "--json"]);
@@ -789,4 +823,50 @@ fn vscode_copilot_chats_are_synced_searched_and_read_over_mcp() {
     assert_eq!(rain["sessions"][0]["session_id"], VSCODE_SESSION, "{rain}");
     let again = env.json(&["sync", "--json"]);
     assert_eq!(again["messages_added"], 0, "{again}");
+}
+
+/// A side file that is huge or a device (a 3 GB `worker.log`, sparse; a `.project_root`
+/// and a `workspace.yaml` that link to /dev/zero) is not read whole: the sync succeeds at
+/// once and stores every session, without what those files would have said.
+#[test]
+fn huge_or_device_side_files_do_not_stop_a_sync() {
+    let env = Env::new();
+    let home = env.dir.path();
+    for (client, dir) in [
+        ("cursor", ".cursor"),
+        ("gemini", ".gemini"),
+        ("copilot", ".copilot"),
+    ] {
+        copy_dir(&clients().join(client), &home.join(dir));
+    }
+    std::fs::File::create(home.join(".cursor/projects/home-dev-orchard/worker.log"))
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    for link in [
+        ".gemini/tmp/4f1c2e/.project_root".to_owned(),
+        format!(".copilot/session-state/{COPILOT_SESSION}/workspace.yaml"),
+    ] {
+        std::fs::remove_file(home.join(&link)).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", home.join(&link)).unwrap();
+    }
+    let started = std::time::Instant::now();
+    let r = env.json(&["sync", "--json"]);
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    assert_eq!(r["skipped"], 0, "{r}");
+    let status = env.ok(&["status"]);
+    assert!(
+        status.contains("copilot 2, cursor 3, gemini 4, gemini/subagent 1"),
+        "{status}"
+    );
+    let projects = env.sql_json(&format!(
+        "SELECT id, coalesce(project, '-') AS project FROM sessions WHERE id IN ('{CURSOR_SESSION}', '{GEMINI_SESSION}') ORDER BY id"
+    ));
+    assert_eq!(
+        projects,
+        json!([
+            {"id": CURSOR_SESSION, "project": "home-dev-orchard"},
+            {"id": GEMINI_SESSION, "project": "-"}
+        ])
+    );
 }
