@@ -209,13 +209,21 @@ impl Store {
 
     /// After a sync: rebuild the row map when it is missing, damaged or does not match
     /// `messages` while there are rows, or lags (`rowmap::lags`). Returns what was built, if
-    /// anything.
+    /// anything. Reads the map's header, and its body only the first time a sync sees this
+    /// file (`rowmap::Checked`): a sync that changed nothing does not page the map in.
     pub async fn refresh_rowmap(&self, lock: &StoreLock) -> Result<Option<rowmap::RowMapStats>> {
         let Some(ds) = self.dataset(crate::schema::MESSAGES).await? else {
             return Ok(None);
         };
-        let stale = match self.mapped(&ds) {
-            Some(m) => rowmap::lags(&m),
+        let lags = match rowmap::Checked::open(&self.rowmap_path()) {
+            Ok(map) => map.and_then(|m| m.lags(&ds)),
+            Err(e) => {
+                tracing::warn!("row map rebuilt: {e}");
+                None
+            }
+        };
+        let stale = match lags {
+            Some(lags) => lags,
             None => ds.count_rows(None).await? > 0,
         };
         if !stale {

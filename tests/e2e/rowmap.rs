@@ -196,6 +196,52 @@ fn damaged_or_foreign_maps_are_not_used_and_sync_replaces_them() {
     assert_no_temp_files(&env);
 }
 
+/// A sync that finds nothing new reads the map's header, not its body: a sync checked this
+/// file's body once (it built it), so damage that left its inode, length and mtime as they
+/// were goes unnoticed by syncs, while the front, which checks every file it opens, reports
+/// it and answers from Lance. A map changed in place (a new mtime) is checked again, and
+/// the next sync replaces it.
+#[test]
+fn a_no_op_sync_reads_the_map_header_only_and_a_changed_map_is_checked_again() {
+    let env = Env::new();
+    let src = env.sources();
+    env.sync(&src);
+    let file = env.store().join("messages.rmm");
+    let good = answers(&env);
+    let whole = std::fs::read(&file).unwrap();
+    let mut flipped = whole.clone();
+    let at = flipped.len() - 64;
+    flipped[at] ^= 0x5a;
+    let write_in_place = |bytes: &[u8], keep_mtime: bool| {
+        let f = std::fs::File::options().write(true).open(&file).unwrap();
+        let mtime = f.metadata().unwrap().modified().unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, bytes, 0).unwrap();
+        let bump = std::time::Duration::from_secs(if keep_mtime { 0 } else { 2 });
+        f.set_modified(mtime + bump).unwrap();
+    };
+    write_in_place(&flipped, true);
+    let report = env.sync(&src);
+    assert_eq!(report["messages_added"], 0, "{report}");
+    assert_eq!(report["rowmap_rows"], 0, "not rebuilt: {report}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        flipped,
+        "the map was not replaced"
+    );
+    let state = rowmap_state(&env);
+    assert!(
+        state.contains("checksum") && state.contains("not used"),
+        "{state}"
+    );
+    assert_same(&good, &answers(&env), "a damaged map the sync trusts");
+
+    write_in_place(&flipped, false);
+    let report = env.sync(&src);
+    assert_eq!(report["rowmap_rows"], 23, "rebuilt: {report}");
+    assert!(rowmap_state(&env).contains("current"));
+    assert_same(&good, &answers(&env), "after the rebuild");
+}
+
 #[test]
 fn concurrent_rebuilds_one_builds_the_others_refuse_and_the_map_stays_whole() {
     let env = Env::new();

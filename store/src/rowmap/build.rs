@@ -48,7 +48,9 @@ pub async fn build(ds: &Dataset, path: &Path) -> Result<RowMapStats> {
             push_batch(&mut writer, &b)?;
         }
     }
-    writer.finish()
+    let stats = writer.finish()?;
+    checked::note_whole(path);
+    Ok(stats)
 }
 
 pub(crate) const BUILD_BATCH: usize = 4096;
@@ -124,5 +126,10 @@ pub fn delta_limit(map_rows: usize) -> usize {
 /// Whether a fitting map lags `messages` by more than [`delta_limit`] rows (a sync then
 /// rebuilds it).
 pub fn lags(m: &Mapped) -> bool {
-    m.delta_rows > delta_limit(m.map.rows())
+    lags_by(m.map.rows(), m.delta_rows)
+}
+
+/// Whether a map of `map_rows` rows with `delta_rows` rows newer than it lags.
+pub(crate) fn lags_by(map_rows: usize, delta_rows: usize) -> bool {
+    delta_rows > delta_limit(map_rows)
 }

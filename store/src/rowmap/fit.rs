@@ -57,29 +57,7 @@ impl Mapped {
     /// `None` when `map` does not describe `ds`'s fragments up to the one it names: built
     /// from a later version or from another store, or rows were deleted since.
     pub fn check(map: Arc<RowMap>, ds: &Dataset) -> Option<Mapped> {
-        if map.source_version() > ds.version().version {
-            return None;
-        }
-        // New fragments always take ids above every earlier one (a compacted fragment too,
-        // wherever Lance places it), so the map covers the ids up to the one it names.
-        let last = map.header.last_fragment_id;
-        let covered = |f: &Fragment| last != NO_FRAGMENT && f.id <= last;
-        let (mut live, mut deleted) = (0usize, 0usize);
-        let mut delta = Vec::new();
-        let mut delta_rows = 0;
-        for f in ds.fragments().iter() {
-            let (l, d) = fragment_rows(f)?;
-            if covered(f) {
-                live += l;
-                deleted += d;
-            } else {
-                delta_rows += l;
-                delta.push(f.clone());
-            }
-        }
-        if live != map.rows() || deleted as u64 != map.header.deleted_rows {
-            return None;
-        }
+        let (delta, delta_rows) = delta_of(&map.header, ds)?;
         Some(Mapped {
             map,
             delta,
@@ -91,4 +69,33 @@ impl Mapped {
     pub fn position(&self, row_id: u64) -> Result<Option<usize>> {
         self.map.position_of_row_id(row_id)
     }
+}
+
+/// The fragments of `ds` newer than the map with `header`, and their live rows; `None` when
+/// the map does not describe `ds`'s fragments up to the one it names (see [`Mapped`]).
+pub(crate) fn delta_of(header: &Header, ds: &Dataset) -> Option<(Vec<Fragment>, usize)> {
+    if header.source_version > ds.version().version {
+        return None;
+    }
+    // New fragments always take ids above every earlier one (a compacted fragment too,
+    // wherever Lance places it), so the map covers the ids up to the one it names.
+    let last = header.last_fragment_id;
+    let covered = |f: &Fragment| last != NO_FRAGMENT && f.id <= last;
+    let (mut live, mut deleted) = (0u64, 0u64);
+    let mut delta = Vec::new();
+    let mut delta_rows = 0;
+    for f in ds.fragments().iter() {
+        let (l, d) = fragment_rows(f)?;
+        if covered(f) {
+            live += l as u64;
+            deleted += d as u64;
+        } else {
+            delta_rows += l;
+            delta.push(f.clone());
+        }
+    }
+    if live != header.rows || deleted != header.deleted_rows {
+        return None;
+    }
+    Some((delta, delta_rows))
 }

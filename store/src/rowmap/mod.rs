@@ -25,6 +25,7 @@
 //! never a crash.
 
 mod build;
+mod checked;
 mod fit;
 mod reader;
 mod slot;
@@ -33,6 +34,7 @@ mod tests;
 mod writer;
 
 pub use build::*;
+pub use checked::*;
 pub use fit::*;
 pub use reader::*;
 pub use slot::*;
@@ -193,6 +195,25 @@ impl Header {
         let sum = xxh3_64(&b[..HEADER_LEN - 8]);
         b[HEADER_LEN - 8..].copy_from_slice(&sum.to_le_bytes());
         b
+    }
+
+    /// A file of `len` bytes is as long as the header says.
+    pub(crate) fn check_len(&self, len: u64) -> Result<()> {
+        if self.file_len != len {
+            return Err(corrupt(format!(
+                "truncated or extended: {len} bytes, the header says {}",
+                self.file_len
+            )));
+        }
+        Ok(())
+    }
+
+    /// The body hashes (`hash`, its xxh3) as the header says.
+    pub(crate) fn check_body(&self, hash: u64) -> Result<()> {
+        if hash != self.body_hash {
+            return Err(corrupt("checksum mismatch (a damaged page)"));
+        }
+        Ok(())
     }
 
     pub(crate) fn decode(b: &[u8]) -> Result<Header> {

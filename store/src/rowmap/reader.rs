@@ -30,6 +30,14 @@ impl std::fmt::Debug for RowMap {
     }
 }
 
+/// Whether opening a map checks its body's checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Body {
+    Hash,
+    /// Checked before (by the caller, or by a sync for this very file: [`Checked`]).
+    Trusted,
+}
+
 pub(crate) enum Bytes {
     Mapped(memmap2::Mmap),
     #[cfg(test)]
@@ -74,26 +82,27 @@ pub struct SessionEntry {
 }
 
 impl RowMap {
-    /// Map `path` read-only and validate it.
+    /// Map `path` read-only and validate it, its body's checksum included (every page is
+    /// read once): what a front serves from.
     pub fn open(path: &Path) -> Result<RowMap> {
-        let file = File::open(path)?;
-        // SAFETY: the file is only ever replaced by rename, never written in place, so the
-        // mapped bytes do not change under us.
-        let map = unsafe { memmap2::Mmap::map(&file)? };
-        RowMap::from_bytes(Bytes::Mapped(map))
+        RowMap::map(&File::open(path)?, Body::Hash)
     }
 
-    pub(crate) fn from_bytes(bytes: Bytes) -> Result<RowMap> {
+    /// Map an open map file read-only and validate it; `body`: whether its body's checksum
+    /// is checked here (see [`Checked`] for a sync, which checks it once per file).
+    pub(crate) fn map(file: &File, body: Body) -> Result<RowMap> {
+        // SAFETY: the file is only ever replaced by rename, never written in place, so the
+        // mapped bytes do not change under us.
+        let map = unsafe { memmap2::Mmap::map(file)? };
+        RowMap::from_bytes(Bytes::Mapped(map), body)
+    }
+
+    pub(crate) fn from_bytes(bytes: Bytes, body: Body) -> Result<RowMap> {
         let header = Header::decode(&bytes)?;
         let len = bytes.len() as u64;
-        if header.file_len != len {
-            return Err(corrupt(format!(
-                "truncated or extended: {len} bytes, the header says {}",
-                header.file_len
-            )));
-        }
-        if xxh3_64(&bytes[HEADER_LEN..]) != header.body_hash {
-            return Err(corrupt("checksum mismatch (a damaged page)"));
+        header.check_len(len)?;
+        if body == Body::Hash {
+            header.check_body(xxh3_64(&bytes[HEADER_LEN..]))?;
         }
         let fits = |off: u64, n: u64| off.checked_add(n).is_some_and(|end| end <= len);
         let sections = [

@@ -13,14 +13,17 @@ pub(crate) struct FileIdent {
 
 impl FileIdent {
     pub(crate) fn of(path: &Path) -> Option<FileIdent> {
+        Some(FileIdent::of_meta(&std::fs::metadata(path).ok()?))
+    }
+
+    pub(crate) fn of_meta(m: &std::fs::Metadata) -> FileIdent {
         use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(path).ok()?;
-        Some(FileIdent {
+        FileIdent {
             dev: m.dev(),
             ino: m.ino(),
             len: m.len(),
             mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
-        })
+        }
     }
 }
 

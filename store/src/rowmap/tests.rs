@@ -205,7 +205,7 @@ fn corrupt_and_truncated_files_are_errors_not_crashes() {
     let path = dir.path().join("m.rmm");
     write(&path, &sample(600));
     let good = read_all(&path);
-    let open = |bytes: Vec<u8>| RowMap::from_bytes(Bytes::Owned(bytes));
+    let open = |bytes: Vec<u8>| RowMap::from_bytes(Bytes::Owned(bytes), Body::Hash);
     for cut in [
         0,
         10,
@@ -290,7 +290,7 @@ proptest::proptest! {
             bad[at] = byte;
         }
         let bad = if reseal && Header::decode(&bad).is_ok() { resealed(bad) } else { bad };
-        if let Ok(map) = RowMap::from_bytes(Bytes::Owned(bad)) {
+        if let Ok(map) = RowMap::from_bytes(Bytes::Owned(bad), Body::Hash) {
             read_everything(&map);
         }
     }
@@ -305,7 +305,7 @@ fn a_torn_page_is_caught_at_open() {
     // A 4 KiB page of the row headers zeroed, as a torn write leaves it.
     let page = HEADER_LEN + 4096 * 3;
     bad[page..page + 4096].fill(0);
-    let e = RowMap::from_bytes(Bytes::Owned(bad)).unwrap_err();
+    let e = RowMap::from_bytes(Bytes::Owned(bad), Body::Hash).unwrap_err();
     assert!(e.to_string().contains("checksum"), "{e}");
 }
 
@@ -318,4 +318,68 @@ fn stale_temps_are_swept() {
     std::fs::write(dir.path().join("keep.tmp"), b"x").unwrap();
     assert_eq!(sweep_temps(&path), 2);
     assert!(dir.path().join("keep.tmp").exists());
+}
+
+/// A sync reads a map's body once per file: a file it checked before (same inode, length
+/// and mtime) is trusted on its header, while a front checks every file it opens; a file
+/// changed in place is checked again.
+#[test]
+fn a_sync_checks_a_map_body_once_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("messages.rmm");
+    assert!(Checked::open(&path).unwrap().is_none(), "no map");
+    write(&path, &sample(600));
+    // Written by the writer alone, never checked: the first sync reads its body.
+    let mut bytes = read_all(&path);
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x5a;
+    let damage_in_place = |bytes: &[u8], keep_mtime: bool| {
+        let f = File::options().write(true).open(&path).unwrap();
+        let mtime = f.metadata().unwrap().modified().unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, bytes, 0).unwrap();
+        if keep_mtime {
+            f.set_modified(mtime).unwrap();
+        } else {
+            f.set_modified(mtime + std::time::Duration::from_secs(1))
+                .unwrap();
+        }
+    };
+    let good = read_all(&path);
+    damage_in_place(&bytes, true);
+    let e = Checked::open(&path).err().expect("unchecked body damage");
+    assert!(e.to_string().contains("checksum"), "{e}");
+    // Whole again, checked and noted: later opens read the header alone.
+    damage_in_place(&good, true);
+    let map = Checked::open(&path).unwrap().unwrap().map().unwrap();
+    assert_eq!(map.rows(), 600);
+    damage_in_place(&bytes, true);
+    let trusted = Checked::open(&path).unwrap().unwrap();
+    assert_eq!(trusted.header.rows, 600, "the header is all a sync read");
+    assert!(RowMap::open(&path).is_err(), "the front checks the body");
+    // Changed in place (its mtime moved): checked again.
+    damage_in_place(&bytes, false);
+    assert!(Checked::open(&path).is_err());
+    // Truncated: its length no longer matches the header, whatever the note says.
+    damage_in_place(&good, true);
+    Checked::open(&path).unwrap().unwrap();
+    let f = File::options().write(true).open(&path).unwrap();
+    f.set_len(good.len() as u64 - 8).unwrap();
+    let e = Checked::open(&path).err().expect("truncated");
+    assert!(e.to_string().contains("truncated"), "{e}");
+}
+
+/// A build notes the file it wrote: the next sync trusts it without reading its body.
+#[test]
+fn a_built_map_is_noted_as_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("messages.rmm");
+    write(&path, &sample(10));
+    assert!(!checked::note_path(&path).exists());
+    checked::note_whole(&path);
+    let note = std::fs::read_to_string(checked::note_path(&path)).unwrap();
+    Checked::open(&path).unwrap().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(checked::note_path(&path)).unwrap(),
+        note
+    );
 }
