@@ -52,10 +52,12 @@ pub struct Maintenance {
 /// retires the row map (its fragments are new), which the caller's refresh rebuilds; row
 /// ids are stable, so indexes and vectors stay valid. A backfill appending vectors meanwhile
 /// (it does not take the store lock) commits after the rewrite: Lance rebases an append over
-/// a compaction.
-pub async fn compact(store: &Store, _lock: &StoreLock) -> Result<Maintenance> {
+/// a compaction. `wrote`: whether the sync wrote; a sync that did not looks only at the
+/// vectors, which a backfill appends to without the lock (the other datasets have the
+/// fragments the last sync left, which it compacted as needed).
+pub async fn compact(store: &Store, _lock: &StoreLock, wrote: bool) -> Result<Maintenance> {
     let mut m = Maintenance::default();
-    for name in datasets() {
+    for name in datasets().filter(|&n| wrote || n == EMBEDDINGS) {
         let Some(mut ds) = store.latest(name).await? else {
             continue;
         };
@@ -106,15 +108,38 @@ pub async fn materialize_deletions(store: &Store, _lock: &StoreLock) -> Result<M
     Ok(m)
 }
 
-/// Remove versions older than [`KEEP_VERSIONS_MINUTES`] (and the files only they used).
-pub async fn cleanup(store: &Store, lock: &StoreLock, m: &mut Maintenance) -> Result<()> {
+/// The file whose modification time is when [`cleanup`] last ran.
+const CLEANED: &str = "versions.cleaned";
+
+/// Remove versions older than [`KEEP_VERSIONS_MINUTES`] (and the files only they used), if
+/// the last cleanup ran longer ago than that: it reads every dataset's manifests, and
+/// versions are only removed once they are that old anyway (a sync every ten minutes found
+/// nothing to remove five times in six). Returns whether it ran.
+pub async fn cleanup(store: &Store, lock: &StoreLock, m: &mut Maintenance) -> Result<bool> {
+    let stamp = store.root().join(CLEANED);
+    if !cleanup_due(&stamp, std::time::SystemTime::now()) {
+        return Ok(false);
+    }
     cleanup_older_than(
         store,
         lock,
         chrono::Duration::minutes(KEEP_VERSIONS_MINUTES),
         m,
     )
-    .await
+    .await?;
+    std::fs::write(&stamp, b"")?;
+    Ok(true)
+}
+
+/// Whether the cleanup stamped by the file at `stamp` is due at `now`: never ran, ran
+/// [`KEEP_VERSIONS_MINUTES`] ago or more, or the clock went back.
+fn cleanup_due(stamp: &std::path::Path, now: std::time::SystemTime) -> bool {
+    let last = std::fs::metadata(stamp).and_then(|m| m.modified());
+    let keep = std::time::Duration::from_secs(60 * KEEP_VERSIONS_MINUTES as u64);
+    match last.map(|t| now.duration_since(t)) {
+        Ok(Ok(age)) => age >= keep,
+        _ => true,
+    }
 }
 
 /// Remove every version but the latest (after `pond forget`: the older ones still hold
@@ -145,4 +170,25 @@ async fn cleanup_older_than(
         m.bytes_removed += removed.bytes_removed;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn cleanup_is_due_an_hour_after_the_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let stamp = dir.path().join(CLEANED);
+        let now = SystemTime::now();
+        assert!(cleanup_due(&stamp, now), "never ran");
+        std::fs::write(&stamp, b"").unwrap();
+        let ran = std::fs::metadata(&stamp).unwrap().modified().unwrap();
+        let minutes = |n: u64| Duration::from_secs(60 * n);
+        assert!(!cleanup_due(&stamp, ran + minutes(10)));
+        assert!(!cleanup_due(&stamp, ran + minutes(59)));
+        assert!(cleanup_due(&stamp, ran + minutes(60)));
+        assert!(cleanup_due(&stamp, ran - minutes(1)), "the clock went back");
+    }
 }

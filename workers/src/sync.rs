@@ -116,6 +116,7 @@ pub async fn run(
     progress(prog);
 
     let mut pending = PendingBatch::default();
+    let mut wrote = false;
     let mut rewritten = Vec::new();
     let mut rewritten_paths = HashSet::new();
     let mut sessions = HashSet::new();
@@ -238,12 +239,19 @@ pub async fn run(
             }
             pending.append(out.batch);
             if pending.approx_bytes() >= FLUSH_BYTES || pending.messages() >= FLUSH_MESSAGES {
-                flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
+                wrote |= flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
             }
             progress(prog);
         }
     }
-    flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
+    wrote |= flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
+    // Whether this sync changed the store: a sync that did not leaves the datasets as the
+    // last one left them (compacted, indexed and mapped as it needed).
+    let wrote = wrote
+        || !new_cursors.is_empty()
+        || report.recovered_interrupted_sync
+        || report.rederived
+        || report.forget_completed;
     let t = Instant::now();
     // Indexes and the row map are brought up to date under the same lock.
     let lock = writer.commit(new_cursors.into_iter().collect()).await?;
@@ -254,7 +262,7 @@ pub async fn run(
     // full-text index (its statistics too): both are rebuilt whatever `skip_index` says.
     // Many small fragments are compacted first; the indexes are then rebuilt over the new
     // fragments, and the row map refreshed.
-    let mut upkeep = maintenance::compact(store, &lock).await?;
+    let mut upkeep = maintenance::compact(store, &lock, wrote).await?;
     report.compacted = upkeep.compacted;
     let fresh_indexes = report.rederived || report.demoted_messages > 0 || upkeep.compacted > 0;
     if !req.skip_index || fresh_indexes {
@@ -500,15 +508,16 @@ fn read_window(
     (outcomes, started.elapsed().as_millis() as u64)
 }
 
+/// Write what is pending; whether there was anything.
 async fn flush(
     writer: &mut SyncWriter<'_>,
     pending: &mut PendingBatch,
     rewritten: &mut Vec<String>,
     report: &mut SyncReport,
-) -> Result<(), SyncError> {
+) -> Result<bool, SyncError> {
     let batch = pending.take();
     if batch.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let t = Instant::now();
     let stats = writer.write(batch, rewritten).await?;
@@ -521,7 +530,7 @@ async fn flush(
     report.duplicate_records += stats.duplicate_records as u64;
     report.replayed_messages += stats.replayed_messages as u64;
     report.demoted_messages += stats.demoted_messages as u64;
-    Ok(())
+    Ok(true)
 }
 
 /// Count `skips` (not counted elsewhere) by reason, and keep the first as examples.
