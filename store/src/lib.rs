@@ -25,6 +25,7 @@ pub mod schema;
 pub mod search;
 pub mod sql;
 mod sql_caps;
+mod sql_mask;
 mod store;
 pub mod vectors;
 mod writer;

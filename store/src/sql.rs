@@ -2,8 +2,9 @@
 //!
 //! One `SELECT` (or `WITH ... SELECT`) statement; DDL, DML, `COPY`, `SET` and multiple
 //! statements are refused before planning, and DataFusion's own read-only options refuse
-//! anything that slips through. Results are capped by rows and bytes; the query by a timeout
-//! and a memory pool. In the long-lived front this runs in the `sql` worker, which can be
+//! anything that slips through. Unless secrets are revealed, the query reads the tables
+//! through masked views (`sql_mask`). Results are capped by rows and by the bytes their
+//! cells print; the query by a timeout and a memory pool. In the long-lived front this runs in the `sql` worker, which can be
 //! killed: a timeout in this function stops a query that yields, not one that does not.
 
 use std::ops::ControlFlow;
@@ -12,6 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::error::DataFusionError;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
@@ -23,8 +26,8 @@ use pond_protocol::Format;
 
 use crate::error::{Result, StoreError};
 use crate::schema::{FILES, MESSAGES, PARTS, RECORDS, SESSIONS};
-use crate::sql_caps;
 use crate::store::Store;
+use crate::{sql_caps, sql_mask};
 
 #[derive(Debug, Clone, Copy)]
 pub struct SqlLimits {
@@ -205,7 +208,15 @@ pub const TABLES: [(&str, &str); 5] = [
     (FILES, "ingest state per source file: path, cursor (JSON), synced_at"),
 ];
 
-pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlResult> {
+/// Run one read-only query. With `masked`, every table is read through its masked view
+/// ([`sql_mask::masked_table`]): no function of the query sees a secret, so none returns one
+/// transformed; without it (the CLI's `--reveal-secrets`) the tables are read as stored.
+pub async fn run_sql(
+    store: &Store,
+    sql: &str,
+    limits: SqlLimits,
+    masked: bool,
+) -> Result<SqlResult> {
     check_read_only(sql)?;
     let started = Instant::now();
     let runtime = RuntimeEnvBuilder::new()
@@ -220,10 +231,13 @@ pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlR
     sql_caps::register(&ctx);
     for (name, _) in TABLES {
         if let Some(ds) = store.dataset(name).await? {
-            ctx.register_table(
-                name,
-                Arc::new(LanceTableProvider::new(Arc::new(ds), false, false)),
-            )?;
+            let table: Arc<dyn TableProvider> =
+                Arc::new(LanceTableProvider::new(Arc::new(ds), false, false));
+            let table = match masked {
+                true => sql_mask::masked_table(name, table)?,
+                false => table,
+            };
+            ctx.register_table(name, table)?;
         }
     }
     let options = SQLOptions::new()
@@ -232,37 +246,43 @@ pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlR
         .with_allow_statements(false);
     let sql = sql.to_owned();
     let run = async move {
-        let df = ctx.sql_with_options(&sql, options).await?;
-        let mut stream = df.execute_stream().await?;
+        let df = ctx
+            .sql_with_options(&sql, options)
+            .await
+            .map_err(query_error)?;
+        let mut stream = df.execute_stream().await.map_err(query_error)?;
         let mut batches = Vec::new();
         let (mut rows, mut bytes) = (0usize, 0usize);
         let mut truncated = None;
         while let Some(b) = stream.next().await {
-            let b = b?;
-            // Cells are cut to the byte cap before anything is kept, and a batch is cut where
-            // it would pass the cap: no result outgrows it, whatever one row holds.
+            let b = b.map_err(query_error)?;
+            // Cells are cut to the byte cap before anything is kept, and a batch is cut at
+            // the row whose printed cells would pass the cap (the first row is always kept):
+            // no result outgrows it, whatever one row holds.
             let b = sql_caps::cap_cells(&b, limits.max_bytes).unwrap_or(b);
-            let mut take = b.num_rows().min(limits.max_rows - rows);
-            let size = b.slice(0, take).get_array_memory_size();
-            let room = limits.max_bytes.saturating_sub(bytes);
-            if size > room && take > 1 {
-                take = (take * room / size).max(1);
+            let most = b.num_rows().min(limits.max_rows - rows);
+            let mut take = 0;
+            for size in printed_bytes(&b, most)? {
+                if bytes + size > limits.max_bytes && rows + take > 0 {
+                    break;
+                }
+                bytes += size;
+                take += 1;
             }
-            let b = b.slice(0, take);
-            bytes += b.get_array_memory_size().min(size);
             rows += take;
-            batches.push(b);
+            let full = take < most;
+            batches.push(b.slice(0, take));
+            if full {
+                truncated = Some(format!(
+                    "stopped at the byte cap ({} bytes of cells); select fewer or shorter columns",
+                    limits.max_bytes
+                ));
+                break;
+            }
             if rows >= limits.max_rows {
                 truncated = Some(format!(
                     "stopped at the row cap ({} rows); add LIMIT/OFFSET or raise max_rows",
                     limits.max_rows
-                ));
-                break;
-            }
-            if bytes >= limits.max_bytes {
-                truncated = Some(format!(
-                    "stopped at the byte cap ({} bytes); select fewer or shorter columns",
-                    limits.max_bytes
                 ));
                 break;
             }
@@ -291,6 +311,70 @@ pub async fn run_sql(store: &Store, sql: &str, limits: SqlLimits) -> Result<SqlR
     })
 }
 
+/// The bytes each of `b`'s first `rows` rows prints: its cells as the text table shows
+/// them (before long ones are shortened), and one separator a cell.
+fn printed_bytes(b: &RecordBatch, rows: usize) -> Result<Vec<usize>> {
+    use std::fmt::Write;
+    /// Counts what is written to it.
+    struct Count(usize);
+    impl Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let opts = arrow_cast::display::FormatOptions::default().with_null("NULL");
+    let cells = b
+        .columns()
+        .iter()
+        .map(|c| arrow_cast::display::ArrayFormatter::try_new(c.as_ref(), &opts))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((0..rows)
+        .map(|row| {
+            let mut n = Count(0);
+            for c in &cells {
+                let _ = write!(n, "{} ", c.value(row));
+            }
+            n.0
+        })
+        .collect())
+}
+
+/// A query's failure, classified: what the query asks that cannot be (an unknown table or
+/// column, a type that does not fit, a value that does not parse, a function's argument
+/// out of range) is the caller's mistake, said with how to fix it (DataFusion's messages
+/// name the columns an unknown one could be; an unknown table is answered with the
+/// tables); a failure to read the store is pond's.
+fn query_error(e: DataFusionError) -> StoreError {
+    use arrow_schema::ArrowError;
+    let mistake = match e.find_root() {
+        DataFusionError::Plan(_)
+        | DataFusionError::SchemaError(..)
+        | DataFusionError::SQL(..)
+        | DataFusionError::NotImplemented(_)
+        | DataFusionError::Execution(_) => true,
+        DataFusionError::ArrowError(a, _) => matches!(
+            **a,
+            ArrowError::CastError(_)
+                | ArrowError::ParseError(_)
+                | ArrowError::InvalidArgumentError(_)
+                | ArrowError::DivideByZero
+                | ArrowError::ArithmeticOverflow(_)
+                | ArrowError::ComputeError(_)
+        ),
+        _ => false,
+    };
+    if !mistake {
+        return StoreError::DataFusion(e);
+    }
+    let mut message = e.find_root().to_string();
+    if message.contains("table") && message.contains("not found") {
+        let names: Vec<&str> = TABLES.iter().map(|(name, _)| *name).collect();
+        message.push_str(&format!("; the tables are {}", names.join(", ")));
+    }
+    StoreError::InvalidQuery(message)
+}
+
 /// Where this process's queries spill (under the store, not the system's temp dir: spilled
 /// rows are archive text), after removing what queries of processes that died left.
 fn spill_dir(store: &Store) -> Result<PathBuf> {
@@ -313,17 +397,21 @@ fn spill_dir(store: &Store) -> Result<PathBuf> {
 /// Longest cell shown in the text table.
 const CELL_CHARS: usize = 200;
 
-/// Render a result, its string cells masked first when `mask` (so a table's columns are
-/// laid out around the placeholders); the text table shortens long cells (JSON and CSV keep
-/// them whole).
+/// Render a result, its cells masked first when `mask` (so a table's columns are laid out
+/// around the placeholders): text, the UTF-8 of bytes, and the text inside lists, structs,
+/// maps and dictionaries, whatever a query built from literals; the text table shortens
+/// long cells (JSON and CSV keep them whole).
 pub fn render(result: &SqlResult, format: Format, mask: bool) -> Result<String> {
     let masked: Vec<RecordBatch>;
     let batches = if mask {
         masked = result
             .batches
             .iter()
-            .map(|b| map_strings(b, |v| pond_mask::mask(v).into_owned()))
-            .collect::<Result<_>>()?;
+            .map(|b| {
+                let columns = b.columns().iter().map(sql_mask::mask_array).collect();
+                RecordBatch::try_new(b.schema(), columns)
+            })
+            .collect::<std::result::Result<_, _>>()?;
         &masked
     } else {
         &result.batches

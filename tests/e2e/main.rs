@@ -14,6 +14,7 @@ mod http;
 mod identity;
 mod inspector;
 mod install;
+mod masking;
 mod mcp;
 mod privacy;
 mod query;

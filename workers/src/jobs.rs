@@ -263,10 +263,20 @@ async fn run_sql(store: &Store, q: &SqlJob) -> Result<SqlOutput, JobError> {
         timeout: Duration::from_millis(q.timeout_ms.max(1)),
         ..SqlLimits::default()
     };
-    let result = sql::run_sql(store, &q.query, limits)
+    let masked = !q.reveal_secrets;
+    // An error may quote a value of the query (`Cannot cast string '…'`): masked like the
+    // rows, for the CLI's standard error and MCP alike.
+    let error = |e: pond_store::StoreError| {
+        let mut e = JobError::from(e);
+        if masked {
+            e.message = pond_mask::mask(&e.message).into_owned();
+        }
+        e
+    };
+    let result = sql::run_sql(store, &q.query, limits, masked)
         .await
-        .map_err(JobError::from)?;
-    let text = sql::render(&result, q.format, !q.reveal_secrets).map_err(JobError::from)?;
+        .map_err(error)?;
+    let text = sql::render(&result, q.format, masked).map_err(error)?;
     Ok(SqlOutput {
         text,
         footer: result.footer(),
