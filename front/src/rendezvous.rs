@@ -96,7 +96,10 @@ pub fn private_dir(dir: &Path) -> Result<(), String> {
     }
     let me = nix::unistd::geteuid().as_raw();
     if meta.uid() != me {
-        return refuse(format!("belongs to uid {}, not to you (uid {me})", meta.uid()));
+        return refuse(format!(
+            "belongs to uid {}, not to you (uid {me})",
+            meta.uid()
+        ));
     }
     if meta.mode() & 0o022 != 0 {
         return refuse(format!(

@@ -60,9 +60,11 @@ impl Raw {
             lines,
             stderr,
         };
-        raw.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        raw.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "trust-test", "version": "0"}}}));
+            "clientInfo": {"name": "trust-test", "version": "0"}}}),
+        );
         raw.answer(0, 60);
         raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         raw
@@ -286,7 +288,10 @@ fn the_server_answers_only_its_own_user() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    assert!(wait_for(20.0, || socket.exists()), "the server did not listen");
+    assert!(
+        wait_for(20.0, || socket.exists()),
+        "the server did not listen"
+    );
     // Even were the socket open to everyone, another user gets no answer.
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let script = r#"
@@ -405,8 +410,10 @@ fn a_cancelled_call_gives_up_its_turn_and_its_worker() {
         json!({"query": "SELECT count(*) FROM generate_series(1, 50000000000)", "timeout_seconds": 120}),
     );
     std::thread::sleep(Duration::from_millis(1500));
-    raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 2, "reason": "the user pressed escape"}}));
+    raw.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 2, "reason": "the user pressed escape"}}),
+    );
     // The same client's next query (one SQL query at a time per client) is not held up.
     let t = Instant::now();
     raw.call(3, "pond_sql", json!({"query": "SELECT 1 AS one"}));
@@ -447,11 +454,7 @@ fn read_only_commands_make_no_store_at_a_mistyped_path() {
     let env = Env::new();
     let typo = env.dir.path().join("typo");
     let store = typo.join("store");
-    for args in [
-        vec!["search", "x"],
-        vec!["status"],
-        vec!["sql", "SELECT 1"],
-    ] {
+    for args in [vec!["search", "x"], vec!["status"], vec!["sql", "SELECT 1"]] {
         let out = Command::new(crate::common::pond_bin())
             .arg("--store")
             .arg(&store)
@@ -490,5 +493,8 @@ fn restore_into_a_dangling_link_says_what_is_wrong() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(err.contains("link to a folder that does not exist"), "{err}");
+    assert!(
+        err.contains("link to a folder that does not exist"),
+        "{err}"
+    );
 }

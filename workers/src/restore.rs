@@ -146,9 +146,9 @@ fn compare(file: &StoredFile, target: &Path) -> Result<(FileState, pond_store::r
 fn write_new(file: &StoredFile, target: &Path) -> Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| {
-        let dangling = dir.ancestors().find(|a| {
-            std::fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()) && !a.exists()
-        });
+        let dangling = dir
+            .ancestors()
+            .find(|a| std::fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()) && !a.exists());
         StoreError::Failed(match dangling {
             Some(link) => format!(
                 "cannot write into {}: it is a link to a folder that does not exist",

@@ -227,10 +227,7 @@ impl StateFile {
             .mode(0o600)
             .open(&tmp)
             .and_then(|mut f| f.write_all(&json));
-        if written
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .is_err()
-        {
+        if written.and_then(|()| std::fs::rename(&tmp, &path)).is_err() {
             tracing::warn!(path = %path.display(), "cannot write the server's state file");
         }
     }
