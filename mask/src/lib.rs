@@ -77,12 +77,8 @@ fn escapes_as_spaces(text: &str) -> Cow<'_, str> {
         }
         _ => 0,
     };
-    let mut at = match text.find('\\') {
-        Some(at) => at,
-        None => return Cow::Borrowed(text),
-    };
-    let mut out: Option<Vec<u8>> = None;
-    while let Some(i) = bytes[at..].iter().position(|&b| b == b'\\').map(|p| at + p) {
+    let (mut out, mut at): (Option<Vec<u8>>, usize) = (None, 0);
+    while let Some(i) = text[at..].find('\\').map(|p| at + p) {
         let n = escape_at(i);
         if n > 0 {
             out.get_or_insert_with(|| bytes.to_vec())[i..i + n].fill(b' ');
