@@ -14,7 +14,7 @@ use pond_ingest::SourceKind;
 use pond_protocol::job::{ForgetRequest, RebuildRequest, RestoreRequest, SqlJob};
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::Progress;
-use pond_store::get::{PageFrom, PageRequest};
+use pond_store::get::{self, PageFrom, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchRequest};
 use pond_store::sql::SqlLimits;
 
@@ -295,7 +295,7 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
                     source_agent: agent,
                     role,
                     from: from.as_deref().map(search::parse_date).transpose()?,
-                    to: to.as_deref().map(search::parse_date).transpose()?,
+                    to: to.as_deref().map(search::parse_end_date).transpose()?,
                 },
                 sort,
                 limit,
@@ -727,6 +727,7 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
 /// `pond export`: the session's lines as its client wrote them (restored into a temporary
 /// folder, then printed a line at a time), or a Markdown document written page by page.
 async fn export(front: &Front, session: &str, format: ExportFormat, out: Out) -> Result<()> {
+    let session = &get::resolve_session_id(front.store(), session).await?;
     match format {
         ExportFormat::Jsonl => {
             use std::io::BufRead;
@@ -740,7 +741,7 @@ async fn export(front: &Front, session: &str, format: ExportFormat, out: Out) ->
             let file = report
                 .files
                 .iter()
-                .find(|f| f.session_id == session)
+                .find(|f| f.session_id == *session)
                 .ok_or_else(|| anyhow::anyhow!("the store holds no file of session {session}"))?;
             let mut lines = std::io::BufReader::new(std::fs::File::open(&file.path)?);
             let mut line = Vec::new();

@@ -202,9 +202,10 @@ pub(crate) enum Command {
         /// or hybrid (both, fused)
         #[arg(long, value_parser = choice::<SearchMode>(), default_value = "fts")]
         mode: SearchMode,
-        /// Only projects whose path contains this
+        /// Only projects whose path contains this, in any case (`Shop` matches /home/a/shop)
         #[arg(long)]
         project: Option<String>,
+        /// Only this session: its id, or 6 or more of its first characters
         #[arg(long)]
         session: Option<String>,
         /// claude-code (includes subagents), claude-code/subagent, codex, copilot, cursor,
@@ -213,13 +214,14 @@ pub(crate) enum Command {
         /// vscode-copilot
         #[arg(long)]
         agent: Option<String>,
-        /// user, assistant, system or tool
+        /// user or assistant (only their messages are searchable)
         #[arg(long)]
         role: Option<String>,
         /// From this date (YYYY-MM-DD or RFC 3339), inclusive
         #[arg(long)]
         from: Option<String>,
-        /// Up to this date, exclusive
+        /// Up to this date, inclusive of its whole day (YYYY-MM-DD, UTC), or up to (not
+        /// including) an RFC 3339 time
         #[arg(long)]
         to: Option<String>,
         #[arg(long, default_value_t = 10)]

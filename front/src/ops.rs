@@ -245,23 +245,23 @@ impl Front {
 
     /// Forget the sessions `req` selects, for good, in the index worker (or say which they
     /// are: a dry run).
-    pub async fn forget(&self, req: ForgetRequest) -> Result<ForgetReport, Error> {
-        op(
-            "forget",
-            |r: &ForgetReport| r.sessions.len(),
-            self.runner.call(req, JobOptions::default()),
-        )
+    pub async fn forget(&self, mut req: ForgetRequest) -> Result<ForgetReport, Error> {
+        op("forget", |r: &ForgetReport| r.sessions.len(), async {
+            if let Some(id) = &req.session {
+                req.session = Some(get::resolve_session_id(&self.store, id).await?);
+            }
+            self.runner.call(req, JobOptions::default()).await
+        })
         .await
     }
 
     /// Write a stored session's files back (or say which would be written) in a worker:
     /// the lines may be many megabytes, read from `records`.
-    pub async fn restore(&self, req: RestoreRequest) -> Result<RestoreReport, Error> {
-        op(
-            "restore",
-            |r: &RestoreReport| r.files.len(),
-            self.runner.call(req, JobOptions::default()),
-        )
+    pub async fn restore(&self, mut req: RestoreRequest) -> Result<RestoreReport, Error> {
+        op("restore", |r: &RestoreReport| r.files.len(), async {
+            req.session = get::resolve_session_id(&self.store, &req.session).await?;
+            self.runner.call(req, JobOptions::default()).await
+        })
         .await
     }
 

@@ -7,7 +7,7 @@ use crate::schema::sql_str;
 /// Restrictions shared by every search mode.
 #[derive(Debug, Clone, Default)]
 pub struct SearchFilters {
-    /// Substring of the project path (`shop` matches `/home/a/shop`).
+    /// Substring of the project path, in any case (`Shop` matches `/home/a/shop`).
     pub project: Option<String>,
     pub session_id: Option<String>,
     /// A client's name (`claude-code`, `codex`, `copilot`: also its subagents) or a
@@ -16,9 +16,13 @@ pub struct SearchFilters {
     pub role: Option<String>,
     /// Inclusive lower bound, epoch ms.
     pub from: Option<i64>,
-    /// Exclusive upper bound, epoch ms.
+    /// Exclusive upper bound, epoch ms ([`parse_end_date`] reads a day as its end).
     pub to: Option<i64>,
 }
+
+/// The roles search covers: only user and assistant messages have search text (a system
+/// note, a tool call or result is stored, listed in its session and read by SQL).
+pub const SEARCHABLE_ROLES: [&str; 2] = ["user", "assistant"];
 
 impl SearchFilters {
     /// The Lance filter expression, or `None` when nothing is restricted.
@@ -30,7 +34,7 @@ impl SearchFilters {
                 .replace('%', "\\%")
                 .replace('_', "\\_");
             parts.push(format!(
-                "project LIKE {} ESCAPE '\\'",
+                "project ILIKE {} ESCAPE '\\'",
                 sql_str(&format!("%{escaped}%"))
             ));
         }
@@ -41,9 +45,16 @@ impl SearchFilters {
             parts.push(agent_filter(a)?);
         }
         if let Some(r) = &self.role {
-            if pond_ingest::Role::parse(r).is_none() {
+            if !SEARCHABLE_ROLES.contains(&r.as_str()) {
+                let why = match pond_ingest::Role::parse(r) {
+                    Some(_) => format!(
+                        "no {r} message is searchable (search covers user and assistant \
+                         messages; SQL reads the others: SELECT ... FROM messages WHERE role = '{r}')"
+                    ),
+                    None => format!("unknown role {r:?}"),
+                };
                 return Err(StoreError::InvalidQuery(format!(
-                    "unknown role {r:?}: use user, assistant, system or tool"
+                    "{why}: use user or assistant"
                 )));
             }
             parts.push(format!("role = {}", sql_str(r)));
@@ -56,6 +67,24 @@ impl SearchFilters {
         }
         Ok((!parts.is_empty()).then(|| parts.join(" AND ")))
     }
+
+    /// Refuse a time range that holds no instant (its start not before its end).
+    pub fn check_range(&self) -> Result<()> {
+        match (self.from, self.to) {
+            (Some(f), Some(t)) if f >= t => Err(StoreError::InvalidQuery(format!(
+                "the time range is reversed or empty: from {} is not before to {}; swap them \
+                 (a to date without a time includes its whole day)",
+                show_ms(f),
+                show_ms(t)
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn show_ms(ms: i64) -> String {
+    let t = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
 /// A client's name (or alias) matches its sessions and its subagents' (`claude-code`,
@@ -82,13 +111,27 @@ fn ts_literal(ms: i64) -> String {
     format!("TIMESTAMP '{}'", t.format("%Y-%m-%d %H:%M:%S%.3f"))
 }
 
-/// `2026-03-01`, `2026-03-01T10:00:00Z` or any RFC 3339 time, to epoch ms.
+/// `2026-03-01`, `2026-03-01T10:00:00Z` or any RFC 3339 time, to epoch ms (a day: its
+/// start, UTC).
 pub fn parse_date(s: &str) -> Result<i64> {
+    parse_bound(s, 0)
+}
+
+/// An upper bound, exclusive: an RFC 3339 time as it is, a day (`2026-03-01`) as the end of
+/// that day (the next day's start, UTC), so `--from D --to D` is day D.
+pub fn parse_end_date(s: &str) -> Result<i64> {
+    parse_bound(s, 1)
+}
+
+fn parse_bound(s: &str, days_after: u64) -> Result<i64> {
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
         return Ok(t.timestamp_millis());
     }
     if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        return Ok(d
+        let day = d
+            .checked_add_days(chrono::Days::new(days_after))
+            .unwrap_or(d);
+        return Ok(day
             .and_hms_opt(0, 0, 0)
             .expect("midnight")
             .and_utc()

@@ -2,6 +2,7 @@
 //!
 //! One test binary with modules keeps link time down.
 
+mod ask;
 mod clients;
 mod common;
 mod config;

@@ -88,7 +88,7 @@ impl Client {
         t
     }
 
-    async fn mistake(&self, name: &str, args: Value) -> String {
+    pub(crate) async fn mistake(&self, name: &str, args: Value) -> String {
         let r = self.call(name, args.clone()).await;
         let t = text(&r);
         assert_eq!(r.is_error, Some(true), "{name} {args} should fail: {t}");

@@ -62,10 +62,11 @@ pub struct SearchArgs {
     /// `hybrid` need the store's embedding model (`pond model fetch`, then `pond embed`).
     #[schemars(with = "Option<Named<SearchMode>>")]
     pub mode: Option<SearchMode>,
-    /// Only sessions whose project (working directory) contains this text, e.g. a repo name.
+    /// Only sessions whose project (working directory) contains this text, in any case, e.g.
+    /// a repo name.
     #[serde(default)]
     pub project: Option<String>,
-    /// Only this session.
+    /// Only this session: its id, or its first 6 or more characters.
     #[serde(default)]
     pub session_id: Option<String>,
     /// `claude-code` (includes its subagents), `claude-code/subagent`, `codex`, `copilot`,
@@ -74,13 +75,14 @@ pub struct SearchArgs {
     /// subagents), `opencode/subagent` or `vscode-copilot` (VS Code's Copilot Chat).
     #[serde(default)]
     pub source_agent: Option<String>,
-    /// `user`, `assistant`, `system` or `tool`.
+    /// `user` or `assistant` (only their messages are searchable).
     #[serde(default)]
     pub role: Option<String>,
     /// From this date, inclusive: YYYY-MM-DD or RFC 3339.
     #[serde(default)]
     pub from_date: Option<String>,
-    /// Up to this date, exclusive: YYYY-MM-DD or RFC 3339.
+    /// Up to this date, inclusive of its whole day (YYYY-MM-DD, UTC), or up to (not
+    /// including) an RFC 3339 time.
     #[serde(default)]
     pub to_date: Option<String>,
     /// `relevance` (default) or `recency` (newest first among matches).
@@ -96,7 +98,8 @@ pub struct SearchArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetSessionArgs {
-    /// The session id (from search hits, or `SELECT id FROM sessions`).
+    /// The session id (from search hits, or `SELECT id FROM sessions`), or its first 6 or
+    /// more characters.
     pub id: String,
     /// Read from the `start` (default) or the `end` of the session.
     #[schemars(with = "Option<Named<PageFrom>>")]
@@ -121,7 +124,8 @@ pub struct GetSessionArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetMessageArgs {
-    /// The message id (from search hits or a session page).
+    /// The message id (from search hits or a session page), or its first 6 or more
+    /// characters.
     pub id: String,
     /// Messages to show before it, 0-20 (default 2).
     #[serde(default, deserialize_with = "lenient::count")]

@@ -124,13 +124,11 @@ fn clamp(v: Option<u64>, default: u64, min: u64, max: u64) -> u64 {
 
 impl PondServer {
     async fn search(&self, args: SearchArgs) -> Answer {
-        let date = |d: &Option<String>, name: &str| {
-            d.as_deref()
-                .map(search::parse_date)
-                .transpose()
-                .map_err(|e| {
-                    format!("{e}. {name} takes YYYY-MM-DD or an RFC 3339 time, e.g. 2026-03-01")
-                })
+        // A day as `to_date` is its end, as `from_date` its start.
+        let date = |d: &Option<String>, name: &str, parse: fn(&str) -> _| {
+            d.as_deref().map(parse).transpose().map_err(|e| {
+                format!("{e}. {name} takes YYYY-MM-DD or an RFC 3339 time, e.g. 2026-03-01")
+            })
         };
         let req = SearchRequest {
             query: args.query,
@@ -139,8 +137,8 @@ impl PondServer {
                 session_id: args.session_id,
                 source_agent: args.source_agent,
                 role: args.role,
-                from: date(&args.from_date, "from_date")?,
-                to: date(&args.to_date, "to_date")?,
+                from: date(&args.from_date, "from_date", search::parse_date)?,
+                to: date(&args.to_date, "to_date", search::parse_end_date)?,
             },
             sort: args.sort_by.unwrap_or_default(),
             limit: clamp(args.limit, 10, 1, SEARCH_MAX_LIMIT) as usize,

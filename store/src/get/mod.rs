@@ -23,8 +23,10 @@ use crate::schema::{sql_str, SESSIONS};
 use crate::store::Store;
 use pond_ingest::Origin;
 
+mod ids;
 mod parts;
 
+pub use ids::{resolve_message_id, resolve_session_id, MIN_ID_PREFIX};
 use parts::{clip, len_at, parts_of, render};
 
 /// Default byte budget of one rendered page.
@@ -303,8 +305,26 @@ fn view(
     }
 }
 
+/// Where message `id` (or the one message of the session whose id it begins, if it is at
+/// least [`MIN_ID_PREFIX`] characters) is in `entries`.
 fn position_of(entries: &[Entry], id: &str, what: &str) -> Result<usize> {
-    entries.iter().position(|e| e.id == id).ok_or_else(|| {
+    let exact = entries.iter().position(|e| e.id == id);
+    let prefixed = || {
+        let mut it = (id.chars().count() >= MIN_ID_PREFIX)
+            .then(|| {
+                entries
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| e.id.starts_with(id))
+            })
+            .into_iter()
+            .flatten();
+        match (it.next(), it.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    };
+    exact.or_else(prefixed).ok_or_else(|| {
         StoreError::NotFound(format!(
             "message {id:?} (given as {what}) is not in this session; pass an id from a previous page"
         ))
@@ -338,6 +358,7 @@ async fn get_session_once(
     } else {
         req.max_bytes
     };
+    let session_id = &resolve_session_id(store, session_id).await?;
     let session = session_info(store, session_id).await?;
     let ds = store.messages().await?;
     let mut entries = session_entries(store, &ds, session_id).await?;
@@ -447,6 +468,7 @@ async fn get_message_once(
     after: usize,
 ) -> Result<MessageContext> {
     let (before, after) = (before.min(50), after.min(50));
+    let message_id = &resolve_message_id(store, message_id).await?;
     let ds = store.messages().await?;
     let session_id = session_of(store, &ds, message_id).await?;
     let session = session_info(store, &session_id).await?;

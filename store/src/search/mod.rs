@@ -10,7 +10,7 @@ mod snippet;
 #[cfg(test)]
 mod tests;
 
-pub use crate::filters::{parse_date, SearchFilters};
+pub use crate::filters::{parse_date, parse_end_date, SearchFilters, SEARCHABLE_ROLES};
 pub use fusion::{fuse, Fusion, HYBRID_FUSION};
 pub use snippet::{fold_accents, snippet};
 
@@ -136,6 +136,11 @@ pub async fn search(
     req: &SearchRequest,
     vector: Option<&QueryVector>,
 ) -> Result<SearchResults> {
+    let mut req = req.clone();
+    if let Some(id) = &req.filters.session_id {
+        req.filters.session_id = Some(crate::get::resolve_session_id(store, id).await?);
+    }
+    let req = &req;
     store
         .with_map_fallback(|| search_once(store, req, vector))
         .await
@@ -161,7 +166,7 @@ pub fn check(req: &SearchRequest) -> Result<()> {
             "limit must be between 1 and {MAX_LIMIT}"
         )));
     }
-    Ok(())
+    req.filters.check_range()
 }
 
 async fn search_once(

@@ -70,6 +70,14 @@ fn filters_escape_and_validate() {
         ..Default::default()
     };
     assert!(bad.to_sql().is_err());
+    // Roles nothing is searchable in are refused, not searched for nothing.
+    for role in ["system", "tool"] {
+        let f = SearchFilters {
+            role: Some(role.into()),
+            ..Default::default()
+        };
+        assert!(f.to_sql().is_err(), "{role}");
+    }
 }
 
 #[test]
@@ -100,4 +108,19 @@ fn folding() {
 fn dates() {
     assert_eq!(parse_date("1970-01-02").unwrap(), 86_400_000);
     assert!(parse_date("tomorrow").is_err());
+    // A day as an upper bound is its end; a time is itself.
+    assert_eq!(parse_end_date("1970-01-01").unwrap(), 86_400_000);
+    assert_eq!(parse_end_date("1970-01-01T00:00:01Z").unwrap(), 1000);
+    let reversed = SearchFilters {
+        from: Some(parse_date("1970-01-03").unwrap()),
+        to: Some(parse_end_date("1970-01-02").unwrap()),
+        ..Default::default()
+    };
+    assert!(reversed.check_range().is_err());
+    let one_day = SearchFilters {
+        from: Some(parse_date("1970-01-02").unwrap()),
+        to: Some(parse_end_date("1970-01-02").unwrap()),
+        ..Default::default()
+    };
+    assert!(one_day.check_range().is_ok());
 }
