@@ -209,7 +209,7 @@ pub const TABLES: [(&str, &str); 5] = [
 ];
 
 /// Run one read-only query. With `masked`, every table is read through its masked view
-/// ([`sql_mask::masked_table`]): no function of the query sees a secret, so none returns one
+/// (`sql_mask::masked_table`): no function of the query sees a secret, so none returns one
 /// transformed; without it (the CLI's `--reveal-secrets`) the tables are read as stored.
 pub async fn run_sql(
     store: &Store,
