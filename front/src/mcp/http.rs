@@ -12,10 +12,10 @@
 //! `--allow-origin`): anything else gets 403. A non-loopback address is bound only with
 //! `--allow-remote` and a token of the user's own (`POND_HTTP_TOKEN`).
 //!
-//! What one caller can hold is bounded: connections ([`MAX_CONNECTIONS`]; more wait to be
-//! accepted), the time a request's head and body take to arrive ([`READ_DEADLINE`]), a
-//! body's size ([`MAX_BODY_BYTES`], 413 past it), and live sessions ([`MAX_SESSIONS`]: an
-//! `initialize` past it closes the least recently used one, as does [`SESSION_IDLE`] without
+//! What one caller can hold is bounded: connections (`MAX_CONNECTIONS`; more wait to be
+//! accepted), the time a request's head and body take to arrive (`READ_DEADLINE`), a
+//! body's size (`MAX_BODY_BYTES`, 413 past it), and live sessions (`MAX_SESSIONS`: an
+//! `initialize` past it closes the least recently used one, as does `SESSION_IDLE` without
 //! a request; its client then gets 404).
 
 use std::collections::{HashMap, HashSet};
