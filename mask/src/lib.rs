@@ -62,23 +62,36 @@ pub fn find(text: &str) -> Vec<Found> {
 }
 
 /// `text` as the rules read it: each escape that stands for white space or another
-/// character (`\n`, `\t`, `\r`, `\uXXXX`) turned into as many spaces, so every offset
-/// holds for `text` too. A secret at the start of a line in JSON text (`"a\nghp_…"`), or
-/// in a shell command (`printf 'a\nghp_…'`), follows the escape's letter, where the rules'
-/// word boundary (`\b`) does not hold; after a space it does.
+/// character turned into as many spaces, so every offset holds for `text` too: JSON's and
+/// a shell's `\n`, `\t`, `\r`, `\uXXXX`, a terminal's colour and cursor codes
+/// (`ESC[32m`, as coloured tool output carries them) and a URL's `%XX`. A secret right after
+/// one (`"a\nghp_…"`, `printf 'a\nghp_…'`, `ESC[32mghp_…`, `token%3Dghp_…`) follows a
+/// letter or digit, where the rules' word boundary (`\b`) does not hold; after a space it
+/// does.
 fn escapes_as_spaces(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
-    let escape_at = |i: usize| match bytes.get(i + 1) {
-        Some(b'n' | b't' | b'r') => 2,
-        Some(b'u')
-            if bytes.len() >= i + 6 && bytes[i + 2..i + 6].iter().all(u8::is_ascii_hexdigit) =>
-        {
-            6
+    let hex = |from: usize, n: usize| {
+        bytes.len() >= from + n && bytes[from..from + n].iter().all(u8::is_ascii_hexdigit)
+    };
+    let escape_at = |i: usize| match (bytes[i], bytes.get(i + 1)) {
+        (b'\\', Some(b'n' | b't' | b'r')) => 2,
+        (b'\\', Some(b'u')) if hex(i + 2, 4) => 6,
+        (b'%', _) if hex(i + 1, 2) => 3,
+        // A CSI sequence: ESC [, parameters, one final byte.
+        (0x1b, Some(b'[')) => {
+            let params = bytes[i + 2..]
+                .iter()
+                .take_while(|b| matches!(b, b'0'..=b'9' | b';' | b'?' | b':'))
+                .count();
+            match bytes.get(i + 2 + params) {
+                Some(0x40..=0x7e) => 3 + params,
+                _ => 2 + params,
+            }
         }
         _ => 0,
     };
     let (mut out, mut at): (Option<Vec<u8>>, usize) = (None, 0);
-    while let Some(i) = text[at..].find('\\').map(|p| at + p) {
+    while let Some(i) = text[at..].find(['\\', '%', '\x1b']).map(|p| at + p) {
         let n = escape_at(i);
         if n > 0 {
             out.get_or_insert_with(|| bytes.to_vec())[i..i + n].fill(b' ');
@@ -346,6 +359,38 @@ mod tests {
             mask(r"a\u0027AKIAUJZDE8GXD6NCF10E"),
             r"a\u0027[secret:aws-access-key:…F10E]"
         );
+    }
+
+    #[test]
+    fn a_secret_after_a_terminal_colour_or_a_url_escape_is_masked() {
+        for rule in RULES {
+            for hit in rule.hits {
+                let (text, secret) = marked(hit);
+                let key = &text[secret.clone()];
+                let alone = find(key)
+                    .first()
+                    .is_some_and(|f| f.end - f.start == key.len());
+                if !alone {
+                    continue;
+                }
+                let (before, after) = (&text[..secret.start], &text[secret.end..]);
+                for escape in ["\x1b[32m", "\x1b[1;31m", "\x1b[0m", "\x1b[K", "%3D", "%3a"] {
+                    let shown = format!("{before}{escape}{key}\x1b[0m{after}");
+                    assert!(
+                        !mask(&shown).contains(key),
+                        "{}: {escape:?} before the secret: {shown:?}",
+                        rule.name
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            mask("\x1b[32mghp_sMehGAkWvj7FAc9QeWJKY40uvSwMFLZDe1f8\x1b[0m done"),
+            "\x1b[32m[secret:github-token:…e1f8]\x1b[0m done",
+            "the colour codes stay, only the secret goes"
+        );
+        // A percent sign that escapes nothing is text.
+        assert_eq!(mask("100% done, 5%off"), "100% done, 5%off");
     }
 
     #[test]
