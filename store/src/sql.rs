@@ -362,6 +362,9 @@ fn query_error(e: DataFusionError) -> StoreError {
                 | ArrowError::ArithmeticOverflow(_)
                 | ArrowError::ComputeError(_)
         ),
+        // A function's own refusal of its argument, e.g. a regular expression that does
+        // not parse (regexp_replace('a', '(', 'b'), `x ~ '('`).
+        DataFusionError::External(inner) => inner.to_string().contains("regex parse error"),
         _ => false,
     };
     if !mistake {

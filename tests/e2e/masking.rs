@@ -331,6 +331,11 @@ fn a_query_that_cannot_work_is_the_callers_mistake_with_a_hint() {
             "SELECT count(*) FROM messages WHERE timestamp > 'yesterday'",
             "yesterday",
         ),
+        ("SELECT regexp_replace('a', '(', 'b')", "regex parse error"),
+        (
+            "SELECT count(*) FROM messages WHERE search_text ~ '('",
+            "regex parse error",
+        ),
     ];
     for (q, hint) in cases {
         let err = env.fails(&["sql", q]);
