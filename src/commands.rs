@@ -47,12 +47,38 @@ impl Out {
     }
 }
 
+/// Archived text as a terminal shows it: a control character other than a line end or a
+/// tab (an escape sequence a fetched page or a tool's output left in a session, which could
+/// set the terminal's title, write its clipboard or hide text) is shown as its symbol
+/// (`␛`), not obeyed. Only on a terminal: a file or a pipe gets the bytes as stored.
+fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    let control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.contains(control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let shown = text
+        .chars()
+        .map(|c| match c {
+            c if !control(c) => c,
+            // U+2400..U+241F picture C0 controls, U+2421 DEL; C1 controls as a replacement.
+            c if (c as u32) < 0x20 => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+            '\u{7f}' => '\u{2421}',
+            _ => '\u{fffd}',
+        })
+        .collect();
+    std::borrow::Cow::Owned(shown)
+}
+
 /// Write an answer to stdout. A reader that went away (`pond export ID | head`) ends pond
 /// quietly with the status a shell gives a command killed by SIGPIPE, as any Unix tool ends
 /// (the workers die with it); another write error is said, not panicked.
 fn write_stdout(text: &str) {
-    use std::io::Write;
+    use std::io::{IsTerminal, Write};
     let mut out = std::io::stdout().lock();
+    let text = match out.is_terminal() {
+        true => for_terminal(text),
+        false => std::borrow::Cow::Borrowed(text),
+    };
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(141);
@@ -1056,4 +1082,20 @@ fn auto_sync_of(
             exclude_projects,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_terminal_is_shown_control_characters_not_sent_them() {
+        assert_eq!(
+            super::for_terminal("red \x1b[31mtext\x1b]0;title\x07\n\tnext\r"),
+            "red ␛[31mtext␛]0;title␇\n\tnext␍"
+        );
+        assert_eq!(super::for_terminal("plain\n"), "plain\n");
+        assert_eq!(
+            super::for_terminal("del\x7f c1\u{9b}"),
+            "del\u{2421} c1\u{fffd}"
+        );
+    }
 }
