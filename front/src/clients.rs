@@ -2,12 +2,14 @@
 //! when, how many calls), listed by the status. An entry leaves when its session ends.
 //!
 //! Each client also has its turns, so that many clients are served fairly: a few of its
-//! tool calls answered at once, and one SQL query at a time (with the front's two SQL
-//! workers, a client's long query leaves the other to every other client). Calls past a
+//! tool calls answered at once, and one SQL query at a time per *peer*, the process or
+//! transport its sessions come from (with the front's two SQL workers, a peer's long query
+//! leaves the other to every other peer, however many sessions it opens). Calls past a
 //! limit wait, in the order they came.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use serde::Serialize;
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -24,7 +26,8 @@ pub struct Client {
     pub since_ms: i64,
     calls: AtomicU64,
     turns: Semaphore,
-    sql_turn: Semaphore,
+    /// Shared by every client of the same peer.
+    sql_turn: Arc<Semaphore>,
 }
 
 impl Client {
@@ -51,9 +54,12 @@ pub struct ClientStatus {
     pub calls: u64,
 }
 
-/// Every client of a front.
+/// Every client of a front, and the SQL turn of each peer with a client.
 #[derive(Debug, Clone, Default)]
-pub struct Clients(Arc<Mutex<Vec<Arc<Client>>>>);
+pub struct Clients(
+    Arc<Mutex<Vec<Arc<Client>>>>,
+    Arc<Mutex<HashMap<String, Weak<Semaphore>>>>,
+);
 
 /// A client's place in [`Clients`], given up when dropped.
 pub struct Attached {
@@ -62,13 +68,28 @@ pub struct Attached {
 }
 
 impl Clients {
-    pub fn attach(&self, transport: &'static str) -> Attached {
+    /// A new client of `peer`: the process at the other end of a Unix socket, or the
+    /// transport (`stdio`, `http`: streamable HTTP sessions are not told their connection,
+    /// and on loopback they all come from one address behind one token).
+    pub fn attach(&self, transport: &'static str, peer: &str) -> Attached {
+        let sql_turn = {
+            let mut peers = self.1.lock().expect("peers");
+            peers.retain(|_, turn| turn.strong_count() > 0);
+            match peers.get(peer).and_then(Weak::upgrade) {
+                Some(turn) => turn,
+                None => {
+                    let turn = Arc::new(Semaphore::new(1));
+                    peers.insert(peer.to_owned(), Arc::downgrade(&turn));
+                    turn
+                }
+            }
+        };
         let client = Arc::new(Client {
             transport,
             since_ms: chrono::Utc::now().timestamp_millis(),
             calls: AtomicU64::new(0),
             turns: Semaphore::new(CALLS_AT_ONCE),
-            sql_turn: Semaphore::new(1),
+            sql_turn,
         });
         self.0.lock().expect("clients").push(client.clone());
         Attached {

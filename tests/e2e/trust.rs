@@ -498,3 +498,87 @@ fn restore_into_a_dangling_link_says_what_is_wrong() {
         "{err}"
     );
 }
+
+/// A Python client of the server's socket: `sessions` MCP sessions from this one process,
+/// each sending `query`; with `wait`, prints the seconds until the first answer.
+const SOCKET_CLIENT: &str = r#"
+import json, socket, sys, time
+path, sessions, query, wait = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+def rpc(s, msg):
+    s.sendall((json.dumps(msg) + "\n").encode())
+def line(f):
+    return json.loads(f.readline())
+conns = []
+for i in range(sessions):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    f = s.makefile("r")
+    rpc(s, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "p", "version": "0"}}})
+    line(f)
+    rpc(s, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    conns.append((s, f))
+t = time.time()
+for s, f in conns:
+    rpc(s, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "pond_sql", "arguments": {"query": query, "timeout_seconds": 60}}})
+if wait:
+    line(conns[0][1])
+    print(round(time.time() - t, 2), flush=True)
+else:
+    print("sent", flush=True)
+    time.sleep(120)
+"#;
+
+#[test]
+fn one_peer_with_many_sessions_leaves_a_sql_worker_to_the_others() {
+    let env = Env::new();
+    env.sync(&env.sources());
+    let dir = env.dir.path().join("sock");
+    std::fs::create_dir(&dir).unwrap();
+    let socket = dir.join("pond.sock");
+    let mut server = env
+        .cmd(&["serve", "--socket", socket.to_str().unwrap()])
+        .env("POND_IDLE_EXIT_SECS", "60")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_for(20.0, || socket.exists()),
+        "the server did not listen"
+    );
+    // One process, three sessions, three long queries: with a SQL turn per session they
+    // took both SQL workers.
+    let mut greedy = Command::new(python())
+        .arg("-c")
+        .arg(SOCKET_CLIENT)
+        .arg(&socket)
+        .arg("3")
+        .arg("SELECT count(*) FROM generate_series(1, 50000000000)")
+        .arg("0")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(greedy.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said.trim(), "sent");
+    std::thread::sleep(Duration::from_secs(2));
+    let other = Command::new(python())
+        .arg("-c")
+        .arg(SOCKET_CLIENT)
+        .arg(&socket)
+        .arg("1")
+        .arg("SELECT 1 AS one")
+        .arg("1")
+        .output()
+        .unwrap();
+    let secs: f64 = String::from_utf8_lossy(&other.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&other.stderr)));
+    let _ = greedy.kill();
+    let _ = greedy.wait();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(secs < 15.0, "another peer's SELECT 1 waited {secs} s");
+}

@@ -218,7 +218,7 @@ pub async fn serve(
     manager.session_config.keep_alive = Some(SESSION_IDLE);
     let manager = Arc::new(manager);
     let service = StreamableHttpService::new(
-        move || Ok(PondServer::new(front.clone(), "http")),
+        move || Ok(PondServer::new(front.clone(), "http", "http")),
         manager.clone(),
         config,
     );

@@ -61,8 +61,9 @@ pub struct PondServer {
 
 impl PondServer {
     /// A new session of `front`'s, listed among its clients under `transport`.
-    pub fn new(front: Front, transport: &'static str) -> PondServer {
-        let client = std::sync::Arc::new(front.clients().attach(transport));
+    /// A server for one client of `peer` (see [`crate::clients::Clients::attach`]).
+    pub fn new(front: Front, transport: &'static str, peer: &str) -> PondServer {
+        let client = std::sync::Arc::new(front.clients().attach(transport, peer));
         PondServer { front, client }
     }
 }
@@ -330,7 +331,7 @@ pub async fn serve_stdio(front: Front, auto_sync: Option<AutoSync>) -> Result<()
     if let Some(auto) = auto_sync {
         tokio::spawn(front.clone().auto_sync(auto));
     }
-    let server = PondServer::new(front, "stdio");
+    let server = PondServer::new(front, "stdio", "stdio");
     let served = tokio::select! {
         s = server.serve(rmcp::transport::stdio_pipes()) => s,
         _ = term.recv() => { runner.shutdown().await; return Ok(()) }

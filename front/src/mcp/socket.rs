@@ -142,6 +142,7 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
     };
     state.write(&front);
     let mut idle_since = Some(Instant::now());
+    let mut shown_clients = front.clients().count();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
         tokio::select! {
@@ -157,7 +158,12 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
                     continue;
                 }
                 idle_since = None;
-                let server = PondServer::new(front.clone(), "unix");
+                // The peer is the process at the other end: one agent's bridge, however
+                // many sessions it opens.
+                let peer = stream
+                    .peer_cred()
+                    .map_or_else(|_| "unix".to_owned(), |c| format!("unix pid {:?}", c.pid()));
+                let server = PondServer::new(front.clone(), "unix", &peer);
                 state.write(&front);
                 let (stopped, state) = (stopped.clone(), state.clone());
                 let front = front.clone();
@@ -169,7 +175,14 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
                 });
             }
             _ = tick.tick() => {
-                match (front.clients().count(), idle_since) {
+                let clients = front.clients().count();
+                // HTTP sessions come and go without a socket connection: the state file's
+                // count follows them here.
+                if clients != shown_clients {
+                    shown_clients = clients;
+                    state.write(&front);
+                }
+                match (clients, idle_since) {
                     (0, None) => idle_since = Some(Instant::now()),
                     (0, Some(t)) if t.elapsed() >= opts.idle_exit => {
                         tracing::info!("no client for {:?}: exiting", opts.idle_exit);
