@@ -121,7 +121,9 @@ impl Command {
                 | Command::Mcp { .. }
                 | Command::Serve { .. }
                 | Command::Worker { .. }
-                | Command::Model { .. }
+                | Command::Model {
+                    action: ModelAction::Import { .. } | ModelAction::Fetch { .. }
+                }
         )
     }
 }
@@ -669,7 +671,9 @@ fn store_args(cli: &Cli, root: &std::path::Path) -> Vec<std::ffi::OsString> {
 pub(crate) fn front(cli: &Cli) -> Result<Front> {
     let root = cli.store.clone().unwrap_or_else(default_store);
     // A command that only reads never makes a store: a mistyped --store is said as such.
-    if !cli.command.makes_store() && std::fs::symlink_metadata(&root).is_err() {
+    // (A URL is refused as such by the store.)
+    let url = root.to_string_lossy().contains("://");
+    if !cli.command.makes_store() && !url && std::fs::symlink_metadata(&root).is_err() {
         anyhow::bail!(
             "no store at {}: `pond sync` makes one there (or give --store the path of yours)",
             root.display()

@@ -136,6 +136,8 @@ fn embed_backfills_resumably_and_vector_search_answers() {
 #[test]
 fn import_refuses_what_it_cannot_serve() {
     let env = Env::new();
+    // An empty store (status makes none).
+    std::fs::create_dir(env.store()).unwrap();
     let status = env.json(&["status", "--json"]);
     assert!(status["embeddings"]["model"].is_null(), "{status}");
     assert!(env.ok(&["status"]).contains("embeddings: no model"));
