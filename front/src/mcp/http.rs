@@ -238,7 +238,16 @@ pub async fn serve(
                 slot = Some(free.expect("the semaphore is never closed"));
             }
             accepted = tcp.accept(), if slot.is_some() => match accepted {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
+                    // Another local account's connection is closed before a byte is read:
+                    // it can neither try tokens nor hold a connection slot.
+                    let local = stream.local_addr().ok();
+                    if let Some(uid) = local.and_then(|l| loopback_peer_uid(peer, l)) {
+                        if uid != nix::unistd::geteuid().as_raw() {
+                            tracing::debug!(%peer, uid, "closed another user's connection");
+                            continue;
+                        }
+                    }
                     let (shared, stopped, slot) = (shared.clone(), stopped.clone(), slot.take());
                     tokio::spawn(async move {
                         connection(stream, shared, stopped).await;
@@ -255,6 +264,47 @@ pub async fn serve(
         }
     }
     cancel.cancel();
+}
+
+/// The uid owning the client end of a loopback TCP connection (`peer` connected to our
+/// `local`), from the kernel's socket tables (`/proc/net/tcp`, `tcp6`); `None` for a peer
+/// elsewhere, or one not found there (gone already).
+fn loopback_peer_uid(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
+    let canonical = |a: SocketAddr| SocketAddr::new(a.ip().to_canonical(), a.port());
+    let (peer, local) = (canonical(peer), canonical(local));
+    if !peer.ip().is_loopback() {
+        return None;
+    }
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .into_iter()
+        .find_map(|table| {
+            let text = std::fs::read_to_string(table).ok()?;
+            text.lines().skip(1).find_map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let (ours, theirs) = (proc_addr(f.get(1)?)?, proc_addr(f.get(2)?)?);
+                (ours == peer && theirs == local).then(|| f.get(7)?.parse().ok())?
+            })
+        })
+}
+
+/// An address as the kernel's socket tables write it: the IP's 32-bit words in hex, each
+/// in the machine's byte order, then the port in hex (`0100007F:1F90`).
+fn proc_addr(field: &str) -> Option<SocketAddr> {
+    let (ip, port) = field.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let words: Option<Vec<[u8; 4]>> = (0..ip.len() / 8)
+        .map(|i| {
+            let word = u32::from_str_radix(ip.get(i * 8..i * 8 + 8)?, 16).ok()?;
+            Some(word.to_ne_bytes())
+        })
+        .collect();
+    let bytes: Vec<u8> = words?.concat();
+    let ip = match bytes.len() {
+        4 => IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?),
+        16 => IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?).to_canonical(),
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
 }
 
 type Service = StreamableHttpService<PondServer, LocalSessionManager>;
@@ -531,6 +581,25 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn addresses_read_as_the_kernel_writes_them() {
+        assert_eq!(
+            super::proc_addr("0100007F:1F90"),
+            Some("127.0.0.1:8080".parse().unwrap())
+        );
+        assert_eq!(
+            super::proc_addr("00000000000000000000000001000000:0016"),
+            Some("[::1]:22".parse().unwrap())
+        );
+        // An IPv4 client of a server bound on `::` appears mapped; it is read as IPv4.
+        assert_eq!(
+            super::proc_addr("0000000000000000FFFF00000100007F:1F90"),
+            Some("127.0.0.1:8080".parse().unwrap())
+        );
+        assert_eq!(super::proc_addr("garbage"), None);
+    }
+
     use super::*;
 
     fn opts(addr: &str, token: Option<&str>, allow_remote: bool) -> HttpOptions {
