@@ -354,7 +354,7 @@ fn a_folder_at_the_socket_path_is_said_at_once() {
     let mut raw = Raw::start(bridge_cmd(&env, &run), env.dir.path().join("stderr"));
     // Served all the same (in the bridge's own process), without waiting for a server.
     assert!(!searched(&mut raw).is_empty());
-    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
     assert!(raw.stderr().contains("is a folder"), "{}", raw.stderr());
     let err = env.fails(&["serve", "--socket", socket.to_str().unwrap()]);
     assert!(err.contains("is a folder"), "{err}");
