@@ -42,14 +42,6 @@ pub struct Bridge {
     pub serve_args: Vec<OsString>,
 }
 
-/// Why no server was reached.
-enum Reach {
-    /// Nothing listens (yet).
-    Refused(std::io::Error),
-    /// Something listens that is not this user's: never talked to.
-    Impostor(String),
-}
-
 /// Just what the bridge reads of a message.
 #[derive(Deserialize)]
 struct Peek {
@@ -74,16 +66,9 @@ impl Bridge {
     pub fn connect(&self) -> Result<UnixStream, String> {
         let dir = self.socket.parent().unwrap_or(Path::new("."));
         socket::private_dir(dir)?;
-        if std::fs::symlink_metadata(&self.socket).is_ok_and(|m| m.is_dir()) {
-            return Err(format!(
-                "{} is a folder, where pond's socket should be; remove it",
-                self.socket.display()
-            ));
-        }
-        match self.reach() {
-            Ok(s) => return Ok(s),
-            Err(Reach::Impostor(e)) => return Err(e),
-            Err(Reach::Refused(_)) => {}
+        socket::refuse_folder(&self.socket)?;
+        if let Ok(s) = self.reach()? {
+            return Ok(s);
         }
         let lock_path = socket::with_suffix(&self.socket, ".start");
         let lock = std::fs::OpenOptions::new()
@@ -94,42 +79,38 @@ impl Bridge {
             .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
         lock.lock().map_err(|e| e.to_string())?;
         // Another bridge may have started it while this one waited.
-        match self.reach() {
-            Ok(s) => return Ok(s),
-            Err(Reach::Impostor(e)) => return Err(e),
-            Err(Reach::Refused(_)) => {}
+        if let Ok(s) = self.reach()? {
+            return Ok(s);
         }
         if socket::running(&self.socket).is_none() {
             self.start()?;
         }
         let since = Instant::now();
         loop {
-            match self.reach() {
+            match self.reach()? {
                 Ok(s) => return Ok(s),
-                Err(Reach::Impostor(e)) => return Err(e),
-                Err(Reach::Refused(e)) if since.elapsed() > START_WAIT => {
+                Err(e) if since.elapsed() > START_WAIT => {
                     return Err(format!(
                         "the pond server did not listen on {} within {START_WAIT:?} ({e}); see {}",
                         self.socket.display(),
                         self.log.display()
                     ))
                 }
-                Err(Reach::Refused(_)) => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
             }
         }
     }
 
-    /// A connection to the server at the socket, if one listens there and runs as this
-    /// user.
-    fn reach(&self) -> Result<UnixStream, Reach> {
-        let s = UnixStream::connect(&self.socket).map_err(Reach::Refused)?;
-        socket::peer_is_me(&s).map_err(|e| {
-            Reach::Impostor(format!(
-                "refusing the server at {}: {e}",
-                self.socket.display()
-            ))
-        })?;
-        Ok(s)
+    /// A connection to the server at the socket (inside: why none, when nothing listens
+    /// there yet), or an error when what listens there is not this user's: never talked to.
+    fn reach(&self) -> Result<std::io::Result<UnixStream>, String> {
+        let s = match UnixStream::connect(&self.socket) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        socket::peer_is_me(&s)
+            .map_err(|e| format!("refusing the server at {}: {e}", self.socket.display()))?;
+        Ok(Ok(s))
     }
 
     /// Become `pond-bridge` (the binary beside `pond`) with this bridge's settings; returns

@@ -110,10 +110,22 @@ pub fn private_dir(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether the process at the other end of a connected Unix socket runs as this user
-/// (`SO_PEERCRED`): the bridge asks it of the server before sending a byte, the server of
-/// each client before serving it.
-pub fn peer_is_me(stream: &impl std::os::fd::AsFd) -> Result<(), String> {
+/// A folder where the socket should be would make every bridge wait for a server that
+/// cannot listen: said at once, by the server and by the bridge.
+pub fn refuse_folder(socket: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(socket) {
+        Ok(m) if m.is_dir() => Err(format!(
+            "{} is a folder, where pond's socket should be; remove it",
+            socket.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The pid of the process at the other end of a connected Unix socket, if it runs as this
+/// user (`SO_PEERCRED`), else why not: the bridge asks it of the server before sending a
+/// byte, the server of each client before serving it.
+pub fn peer_is_me(stream: &impl std::os::fd::AsFd) -> Result<i32, String> {
     let cred = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
         .map_err(|e| format!("cannot read the peer's credentials: {e}"))?;
     let me = nix::unistd::geteuid().as_raw();
@@ -124,7 +136,7 @@ pub fn peer_is_me(stream: &impl std::os::fd::AsFd) -> Result<(), String> {
             cred.uid()
         ));
     }
-    Ok(())
+    Ok(cred.pid())
 }
 
 /// What a running server says of itself in `<socket>.state`.

@@ -162,12 +162,15 @@ fn write_new(file: &StoredFile, target: &Path) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temp = dir.join(format!(".{name}.pond-restore.{}", std::process::id()));
+    let modified = (file.session.updated_at)
+        .or(file.session.created_at)
+        .map(|ms| UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64));
     let written = (|| -> Result<()> {
         let mut w = BufWriter::new(File::create(&temp)?);
         write_file(file, &mut w)?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
-        if let Some(ms) = file.session.updated_at.or(file.session.created_at) {
-            let _ = f.set_modified(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64));
+        if let Some(t) = modified {
+            let _ = f.set_modified(t);
         }
         f.sync_all()?;
         let failed = |e: std::io::Error| {
@@ -185,8 +188,8 @@ fn write_new(file: &StoredFile, target: &Path) -> Result<()> {
                     .open(target)
                     .map_err(failed)?;
                 std::io::copy(&mut File::open(&temp)?, &mut to).map_err(failed)?;
-                if let Some(ms) = file.session.updated_at.or(file.session.created_at) {
-                    let _ = to.set_modified(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64));
+                if let Some(t) = modified {
+                    let _ = to.set_modified(t);
                 }
                 to.sync_all().map_err(failed)
             }

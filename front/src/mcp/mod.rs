@@ -60,8 +60,8 @@ pub struct PondServer {
 }
 
 impl PondServer {
-    /// A new session of `front`'s, listed among its clients under `transport`.
-    /// A server for one client of `peer` (see [`crate::clients::Clients::attach`]).
+    /// A new session of `front`'s, listed among its clients under `transport`, taking its
+    /// SQL turns with the other sessions of `peer` (see [`crate::clients::Clients::attach`]).
     pub fn new(front: Front, transport: &'static str, peer: &str) -> PondServer {
         let client = std::sync::Arc::new(front.clients().attach(transport, peer));
         PondServer { front, client }

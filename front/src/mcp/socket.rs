@@ -19,7 +19,7 @@ use tokio::net::UnixListener;
 
 use super::http::{self, HttpOptions};
 use super::PondServer;
-use crate::rendezvous::{lock_path, private_dir, running, with_suffix};
+use crate::rendezvous::{lock_path, private_dir, refuse_folder, running, with_suffix};
 use crate::{AutoSync, Front};
 
 /// How a server runs.
@@ -74,18 +74,6 @@ impl Held {
             socket: socket.to_path_buf(),
             lock,
         })
-    }
-}
-
-/// A folder where the socket should be would make every bridge wait for a server that
-/// cannot listen: said at once.
-pub(crate) fn refuse_folder(socket: &Path) -> Result<(), String> {
-    match std::fs::symlink_metadata(socket) {
-        Ok(m) if m.is_dir() => Err(format!(
-            "{} is a folder, where pond's socket should be; remove it or choose another --socket",
-            socket.display()
-        )),
-        _ => Ok(()),
     }
 }
 
@@ -152,18 +140,17 @@ pub async fn serve(front: Front, opts: ServeOptions) -> Result<(), String> {
                     continue;
                 };
                 // Only this user's processes are served (the socket is 0600; root could
-                // still connect).
-                if let Err(e) = crate::rendezvous::peer_is_me(&stream) {
-                    tracing::warn!("refused a connection: {e}");
-                    continue;
-                }
+                // still connect). The peer is the process at the other end: one agent's
+                // bridge, however many sessions it opens.
+                let pid = match crate::rendezvous::peer_is_me(&stream) {
+                    Ok(pid) => pid,
+                    Err(e) => {
+                        tracing::warn!("refused a connection: {e}");
+                        continue;
+                    }
+                };
                 idle_since = None;
-                // The peer is the process at the other end: one agent's bridge, however
-                // many sessions it opens.
-                let peer = stream
-                    .peer_cred()
-                    .map_or_else(|_| "unix".to_owned(), |c| format!("unix pid {:?}", c.pid()));
-                let server = PondServer::new(front.clone(), "unix", &peer);
+                let server = PondServer::new(front.clone(), "unix", &format!("unix pid {pid}"));
                 state.write(&front);
                 let (stopped, state) = (stopped.clone(), state.clone());
                 let front = front.clone();
