@@ -47,7 +47,7 @@ pub struct Found {
 /// text, the one that starts first wins, then the rule listed first).
 ///
 /// The rules read the text as it is and, where it holds escapes, once more with them read
-/// as spaces ([`escapes_as_spaces`]): the second reading finds a key right after an escape,
+/// as spaces (`escapes_as_spaces`): the second reading finds a key right after an escape,
 /// the first a value with an escape inside (`p%40ss` in a URL's password). A rule's two
 /// claims at one place keep the longer.
 pub fn find(text: &str) -> Vec<Found> {
