@@ -16,6 +16,7 @@ use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::Progress;
 use pond_store::get::{self, PageFrom, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchRequest};
+use pond_store::sessions::SessionsRequest;
 use pond_store::sql::SqlLimits;
 
 use crate::config::Shown;
@@ -357,6 +358,30 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
         Command::GetMessage { id, context, json } => {
             let c = front.get_message(&id, context, context).await?;
             out.emit(json, &c, render::message_context);
+            Ok(())
+        }
+        Command::Sessions {
+            project,
+            agent,
+            from,
+            to,
+            limit,
+            offset,
+            json,
+        } => {
+            let req = SessionsRequest {
+                filters: SearchFilters {
+                    project,
+                    source_agent: agent,
+                    from: from.as_deref().map(search::parse_date).transpose()?,
+                    to: to.as_deref().map(search::parse_end_date).transpose()?,
+                    ..SearchFilters::default()
+                },
+                limit,
+                offset,
+            };
+            let list = front.sessions(&req).await?;
+            out.emit(json, &list, render::sessions::list);
             Ok(())
         }
         Command::Sql {

@@ -264,6 +264,34 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List sessions newest first (by their last message): title, client, project, first
+    /// and last message time, message count, size and id
+    Sessions {
+        /// Only projects whose path contains this, in any case (`Shop` matches /home/a/shop)
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this client's sessions, as `pond search --agent` takes it (claude-code
+        /// includes its subagents)
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only sessions active from this date on (their last message at or after it), in
+        /// the forms `pond search --from` takes
+        #[arg(long, visible_alias = "since")]
+        from: Option<String>,
+        /// Only sessions active up to this date, inclusive of its whole day (their first
+        /// message before its end), in the forms `pond search --to` takes
+        #[arg(long)]
+        to: Option<String>,
+        /// Sessions to show, 1-200
+        #[arg(long, default_value_t = pond_store::sessions::DEFAULT_LIMIT)]
+        limit: usize,
+        /// Sessions to skip first: the next page starts where the last one said
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// Print the page as JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Run one read-only SQL query (tables: sessions, messages, parts, records, files)
     Sql {
         query: String,

@@ -19,6 +19,7 @@ use pond_protocol::sync::{SyncReport, SyncRequest};
 use pond_protocol::{ErrorKind, JobError, Progress};
 use pond_store::get::{self, MessageContext, PageRequest, SessionPage};
 use pond_store::search::{self, QueryVector, SearchRequest, SearchResults};
+use pond_store::sessions::{self, SessionList, SessionsRequest};
 use pond_store::Store;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
@@ -177,6 +178,14 @@ impl Front {
             |c: &MessageContext| c.message.parts.len(),
             async { Ok(get::get_message(&self.store, id, before, after).await?) },
         )
+        .await
+    }
+
+    /// A page of sessions, newest first, filtered as search is.
+    pub async fn sessions(&self, req: &SessionsRequest) -> Result<SessionList, Error> {
+        op("sessions", |l: &SessionList| l.sessions.len(), async {
+            Ok(sessions::list(&self.store, req).await?)
+        })
         .await
     }
 

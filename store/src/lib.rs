@@ -23,6 +23,7 @@ pub mod restore;
 pub mod rowmap;
 pub mod schema;
 pub mod search;
+pub mod sessions;
 pub mod sql;
 mod sql_caps;
 mod sql_mask;

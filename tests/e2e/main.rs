@@ -23,5 +23,6 @@ mod replays;
 mod restore;
 mod rowmap;
 mod serve;
+mod sessions;
 mod sync;
 mod trust;

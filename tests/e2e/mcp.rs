@@ -126,7 +126,13 @@ fn mcp_lists_and_calls_every_tool_and_resource() {
         names.sort();
         assert_eq!(
             names,
-            ["pond_get_message", "pond_get_session", "pond_search", "pond_sql"]
+            [
+                "pond_get_message",
+                "pond_get_session",
+                "pond_search",
+                "pond_sessions",
+                "pond_sql"
+            ]
         );
         for t in &tools {
             assert!(t.description.as_deref().unwrap_or("").len() > 60, "{}", t.name);

@@ -157,6 +157,36 @@ pub struct SqlArgs {
     pub format: Option<Format>,
 }
 
+/// pond_sessions arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsArgs {
+    /// Only sessions whose project (working directory) contains this text, in any case, e.g.
+    /// a repo name.
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Only this client's sessions: a name pond_search's `source_agent` takes
+    /// (`claude-code` includes its subagents, `codex`, `cursor`, `gemini`, ...).
+    #[serde(default)]
+    pub source_agent: Option<String>,
+    /// Only sessions active from this date on (their last message at or after it), in the
+    /// forms pond_search's `from_date` takes.
+    #[serde(default)]
+    pub from_date: Option<String>,
+    /// Only sessions active up to this date (their first message before its end), in the
+    /// forms pond_search's `to_date` takes.
+    #[serde(default)]
+    pub to_date: Option<String>,
+    /// Sessions to return, 1-50 (default 20).
+    #[serde(default, deserialize_with = "lenient::count")]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<u64>,
+    /// Sessions to skip, newest first: the next page starts at the offset the last answer
+    /// names.
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub offset: Option<u64>,
+}
+
 pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
@@ -171,11 +201,16 @@ fn schema_of<T: JsonSchema>() -> JsonObject {
     }
 }
 
-pub const TOOLS: [ToolSpec; 4] = [
+pub const TOOLS: [ToolSpec; 5] = [
     ToolSpec {
         name: "pond_search",
         description: "Search past agent sessions by words (BM25 full-text). Use it first to find when and where something was discussed or done: an error message, a function name, a decision. Returns hits grouped by session with a snippet, role, time, project and message id; follow up with pond_get_message (one hit in full) or pond_get_session (the whole conversation).",
         schema: schema_of::<SearchArgs>,
+    },
+    ToolSpec {
+        name: "pond_sessions",
+        description: "List past agent sessions, newest first: each with its title (the client's, else its first prompt), client, project, first and last message time, message count, size and id. Filter by project, source_agent and dates, e.g. what was done in one project last week, in one call; page with offset. Read one with pond_get_session.",
+        schema: schema_of::<SessionsArgs>,
     },
     ToolSpec {
         name: "pond_get_session",

@@ -1,4 +1,4 @@
-//! The MCP server (`pond mcp`): four tools and two resources over stdio, an adapter over
+//! The MCP server (`pond mcp`): five tools and two resources over stdio, an adapter over
 //! the front's operations ([`Front`]): read a call's arguments ([`args`]), call one
 //! operation, render its answer ([`crate::render`]).
 //!
@@ -13,6 +13,7 @@ use pond_protocol::job::SqlJob;
 use pond_protocol::ErrorKind;
 use pond_store::get::{self, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchRequest};
+use pond_store::sessions::{self, SessionsRequest};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -31,11 +32,12 @@ pub mod http;
 pub mod schema;
 pub mod socket;
 
-use args::{GetMessageArgs, GetSessionArgs, SearchArgs, SqlArgs, TOOLS};
+use args::{GetMessageArgs, GetSessionArgs, SearchArgs, SessionsArgs, SqlArgs, TOOLS};
 
 /// Hard cap on one tool answer, whatever produced it.
 pub const MAX_ANSWER_BYTES: usize = 100 * 1024;
 const SEARCH_MAX_LIMIT: u64 = 50;
+const SESSIONS_MAX_LIMIT: u64 = 50;
 const SESSION_MAX_LIMIT: u64 = 200;
 const SQL_MAX_ROWS: u64 = 1000;
 const SQL_MAX_TIMEOUT_S: u64 = 300;
@@ -46,6 +48,7 @@ const STATUS_URI: &str = "pond://status";
 
 const INSTRUCTIONS: &str = "pond is an archive of past AI coding-agent sessions (Claude Code, Codex, GitHub Copilot CLI, Cursor, Gemini CLI): every user and assistant message, tool call and result, by project and time. Use it to recall how something was done before, find a past decision or error, or reread a session.
 - Start with pond_search (full-text: words, stemmed, case- and accent-insensitive). Filter by project (a substring of the working directory), role, source_agent, or dates. Hits come grouped by session, each with a message id.
+- pond_sessions lists sessions newest first with their titles, filtered by project, source_agent or dates: what was done in a project last week, in one call.
 - pond_get_message shows one hit in full with its neighbours; pond_get_session reads a whole session page by page (from start or end, after/before a message id).
 - pond_sql answers counting and listing questions (how many sessions per project, which tools failed most) with one read-only SELECT; read the pond://schema resource first.
 - Answers are bounded; when there is more, the last line says how to get it.";
@@ -107,6 +110,12 @@ const SEARCH_HINTS: Hints = Hints {
     unavailable: "Vector and hybrid search need the store's embedding model (`pond model fetch` or `pond model import DIR`, then `pond embed`); use mode \"fts\" (the default) meanwhile.",
 };
 
+const SESSIONS_HINTS: Hints = Hints {
+    mistake: "",
+    limit: "Narrow the listing (project, source_agent, dates) or lower the limit.",
+    unavailable: "",
+};
+
 const GET_HINTS: Hints = Hints {
     mistake: "",
     limit: "Ask for fewer messages (limit, context_before, context_after).",
@@ -149,6 +158,35 @@ impl PondServer {
         match self.front.search(&req).await {
             Ok(results) => Ok(render::search(&results)),
             Err(e) => Err(explain(e, &SEARCH_HINTS)),
+        }
+    }
+
+    async fn sessions(&self, args: SessionsArgs) -> Answer {
+        let date = |d: Option<String>, name: &str, parse: fn(&str) -> _| {
+            d.as_deref()
+                .map(parse)
+                .transpose()
+                .map_err(|e| format!("{name}: {e}"))
+        };
+        let req = SessionsRequest {
+            filters: SearchFilters {
+                project: args.project,
+                source_agent: args.source_agent,
+                from: date(args.from_date, "from_date", search::parse_date)?,
+                to: date(args.to_date, "to_date", search::parse_end_date)?,
+                ..SearchFilters::default()
+            },
+            limit: clamp(
+                args.limit,
+                sessions::DEFAULT_LIMIT as u64,
+                1,
+                SESSIONS_MAX_LIMIT,
+            ) as usize,
+            offset: args.offset.unwrap_or(0) as usize,
+        };
+        match self.front.sessions(&req).await {
+            Ok(list) => Ok(render::sessions::list(&list)),
+            Err(e) => Err(explain(e, &SESSIONS_HINTS)),
         }
     }
 
@@ -196,6 +234,7 @@ impl PondServer {
     async fn call(&self, name: &str, call_args: Option<JsonObject>) -> Answer {
         match name {
             "pond_search" => self.search(args::parse(name, call_args)?).await,
+            "pond_sessions" => self.sessions(args::parse(name, call_args)?).await,
             "pond_get_session" => self.get_session(args::parse(name, call_args)?).await,
             "pond_get_message" => self.get_message(args::parse(name, call_args)?).await,
             "pond_sql" => self.sql(args::parse(name, call_args)?).await,

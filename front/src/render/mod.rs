@@ -16,6 +16,7 @@ use pond_store::search::SearchResults;
 
 pub mod markdown;
 pub mod reports;
+pub mod sessions;
 pub mod status;
 
 pub use reports::counts;

@@ -171,12 +171,19 @@ async fn session_info(store: &Store, id: &str) -> Result<SessionInfo> {
             "no session with id {id:?}; session ids appear in search results and in SQL (SELECT id, title FROM sessions)"
         ))
     })?;
+    // The client's title, else one derived from the first prompt.
+    let title = match s.title.filter(|t| !t.trim().is_empty()) {
+        Some(t) => Some(t),
+        None => crate::sessions::derived_titles(store, std::slice::from_ref(&s.id))
+            .await?
+            .remove(&s.id),
+    };
     Ok(SessionInfo {
         id: s.id,
         parent_session_id: s.parent_id,
         source_agent: s.source_agent,
         project: s.project,
-        title: s.title,
+        title,
         created_at: s.created_at,
         updated_at: s.updated_at,
         source_path: s.source_path,

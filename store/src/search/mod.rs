@@ -21,8 +21,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::hydrate::{self, HitRow, RowMeta};
-use crate::read::session_rows;
-use crate::schema::{sql_str, SESSIONS};
 use crate::store::Store;
 use crate::vectors;
 use fts::rank_fts;
@@ -291,14 +289,10 @@ async fn group(store: &Store, hits: Vec<SearchHit>) -> Result<Vec<SessionHits>> 
         order[i].hits.push(h);
     }
     if !order.is_empty() {
-        if let Some(ds) = store.dataset(SESSIONS).await? {
-            let ids: Vec<String> = order.iter().map(|s| sql_str(&s.session_id)).collect();
-            let filter = format!("id IN ({})", ids.join(","));
-            for row in session_rows(&ds, Some(&filter)).await? {
-                if let Some(&i) = index.get(&row.id) {
-                    order[i].title = row.title;
-                }
-            }
+        let ids: Vec<String> = order.iter().map(|s| s.session_id.clone()).collect();
+        let mut titles = crate::sessions::titles(store, &ids).await?;
+        for s in &mut order {
+            s.title = titles.remove(&s.session_id);
         }
     }
     Ok(order)
