@@ -199,6 +199,10 @@ pub(crate) enum Command {
     },
     /// Search user and assistant messages: full-text (default), vector or hybrid
     Search {
+        /// Words to find, all of them (a query finding nothing is loosened to any, and says
+        /// so); "exact phrase"; -word or NOT word to exclude; a OR b; prefix*; word~ for
+        /// spellings within two edits; filters project:NAME client:NAME role:user
+        /// session:ID after:DATE (or since:) before:DATE to:DATE, as the options below
         query: String,
         /// fts (BM25), vector (needs a model: `pond model import|fetch`, then `pond embed`)
         /// or hybrid (both, fused)
@@ -219,11 +223,12 @@ pub(crate) enum Command {
         /// user or assistant (only their messages are searchable)
         #[arg(long)]
         role: Option<String>,
-        /// From this date (YYYY-MM-DD or RFC 3339), inclusive
-        #[arg(long)]
+        /// From this date, inclusive: YYYY-MM-DD (a day in your time zone), an RFC 3339
+        /// time, today, yesterday, or a time ago (12h, 3d, 2w, 6mo, 1y)
+        #[arg(long, visible_alias = "since")]
         from: Option<String>,
-        /// Up to this date, inclusive of its whole day (YYYY-MM-DD, UTC), or up to (not
-        /// including) an RFC 3339 time
+        /// Up to this date, inclusive of its whole day (YYYY-MM-DD, today, yesterday), or up
+        /// to (not including) an RFC 3339 time or a time ago (3d)
         #[arg(long)]
         to: Option<String>,
         #[arg(long, default_value_t = 10)]

@@ -123,9 +123,9 @@ impl Front {
     /// Search: full-text here; vector and hybrid embed the query in the embed worker first.
     pub async fn search(&self, req: &SearchRequest) -> Result<SearchResults, Error> {
         op("search", |r: &SearchResults| r.hits, async {
-            search::check(req)?;
+            let (query, _) = search::check(req)?;
             let vector = if req.mode.needs_vector() {
-                Some(self.embed_query(&req.query).await?)
+                Some(self.embed_query(&query.plain_text()).await?)
             } else {
                 None
             };

@@ -111,33 +111,67 @@ fn ts_literal(ms: i64) -> String {
     format!("TIMESTAMP '{}'", t.format("%Y-%m-%d %H:%M:%S%.3f"))
 }
 
-/// `2026-03-01`, `2026-03-01T10:00:00Z` or any RFC 3339 time, to epoch ms (a day: its
-/// start, UTC).
+/// How a date may be written, for errors.
+pub const DATE_FORMS: &str = "YYYY-MM-DD (a day in your time zone), an RFC 3339 time like \
+    2026-03-01T10:00:00Z, today, yesterday, or a time ago like 12h, 3d, 2w, 6mo, 1y";
+
+/// A lower bound: a day (`2026-03-01`, `today`, `yesterday`) as its start in the person's
+/// zone ([`crate::zone`]), an RFC 3339 time as it is, a time ago (`3d`, `2w`) as that
+/// instant.
 pub fn parse_date(s: &str) -> Result<i64> {
     parse_bound(s, 0)
 }
 
-/// An upper bound, exclusive: an RFC 3339 time as it is, a day (`2026-03-01`) as the end of
-/// that day (the next day's start, UTC), so `--from D --to D` is day D.
+/// An upper bound, exclusive: a day as its end (the next day's start), so `--from D --to D`
+/// is day D and `--to yesterday` takes in all of yesterday; an RFC 3339 time or a time ago
+/// as that instant.
 pub fn parse_end_date(s: &str) -> Result<i64> {
     parse_bound(s, 1)
 }
 
 fn parse_bound(s: &str, days_after: u64) -> Result<i64> {
+    let s = s.trim();
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
         return Ok(t.timestamp_millis());
     }
-    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+    let day = match s.to_ascii_lowercase().as_str() {
+        "today" => Some(crate::zone::today()),
+        "yesterday" => crate::zone::today().pred_opt(),
+        _ => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok(),
+    };
+    if let Some(d) = day {
         let day = d
             .checked_add_days(chrono::Days::new(days_after))
             .unwrap_or(d);
-        return Ok(day
-            .and_hms_opt(0, 0, 0)
-            .expect("midnight")
-            .and_utc()
-            .timestamp_millis());
+        return Ok(crate::zone::day_start(day));
+    }
+    if let Some(ago) = time_ago(s) {
+        return Ok(ago);
     }
     Err(StoreError::InvalidQuery(format!(
-        "cannot read date {s:?}: use YYYY-MM-DD or an RFC 3339 time like 2026-03-01T10:00:00Z"
+        "cannot read date {s:?}: use {DATE_FORMS}"
     )))
+}
+
+/// `12h`, `3d`, `2w`, `6mo`, `1y` (or `3days`, `2 weeks`): that long before now, epoch ms.
+fn time_ago(s: &str) -> Option<i64> {
+    let s = s.to_ascii_lowercase();
+    let digits = s.find(|c: char| !c.is_ascii_digit())?;
+    let n: i64 = s[..digits].parse().ok()?;
+    let unit = s[digits..].trim();
+    let unit = unit.strip_suffix(" ago").unwrap_or(unit).trim();
+    let now = chrono::Utc::now();
+    let then = match unit {
+        "h" | "hour" | "hours" => now.checked_sub_signed(chrono::Duration::try_hours(n)?),
+        "d" | "day" | "days" => now.checked_sub_signed(chrono::Duration::try_days(n)?),
+        "w" | "week" | "weeks" => now.checked_sub_signed(chrono::Duration::try_weeks(n)?),
+        "mo" | "month" | "months" => {
+            now.checked_sub_months(chrono::Months::new(n.try_into().ok()?))
+        }
+        "y" | "year" | "years" => {
+            now.checked_sub_months(chrono::Months::new(n.checked_mul(12)?.try_into().ok()?))
+        }
+        _ => None,
+    }?;
+    Some(then.timestamp_millis())
 }

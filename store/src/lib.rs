@@ -29,6 +29,7 @@ mod sql_caps;
 mod sql_mask;
 mod store;
 pub mod vectors;
+pub mod zone;
 mod writer;
 
 pub use error::{Result, StoreError};

@@ -217,3 +217,81 @@ fn mcp_takes_id_prefixes_any_case_projects_and_whole_days() {
         assert!(t.contains("user or assistant"), "{t}");
     });
 }
+
+#[test]
+fn the_query_language_reaches_the_cli_and_mcp_alike() {
+    let env = synced();
+    // A phrase keeps its order; the same words apart or reversed do not match it.
+    let v = env.json(&["search", "\"volcanic lava\"", "--json"]);
+    assert_eq!(v["hits"], 1, "{v}");
+    let v = env.json(&["search", "\"lava volcanic\"", "--json"]);
+    assert_eq!(v["hits"], 0, "{v}");
+    // Exclusion, OR, prefix, inline filters equal to their flags, relative dates.
+    let v = env.json(&["search", "volcanic -lava", "--json"]);
+    assert_eq!(v["sessions"][0]["session_id"], VOLCANO_B, "{v}");
+    assert_eq!(v["hits"], 1, "{v}");
+    let v = env.json(&["search", "islands OR basaltic", "--json"]);
+    assert_eq!(v["hits"], 2, "{v}");
+    let v = env.json(&["search", "isl*", "--json"]);
+    assert_eq!(v["hits"], 1, "{v}");
+    let inline = env.json(&["search", "volcanic role:user project:volcano", "--json"]);
+    let flags = env.json(&[
+        "search",
+        "volcanic",
+        "--role",
+        "user",
+        "--project",
+        "volcano",
+        "--json",
+    ]);
+    assert_eq!(inline["hits"], 2, "{inline}");
+    assert_eq!(inline["sessions"], flags["sessions"]);
+    let v = env.json(&["search", "volcanic after:2026-04-30", "--json"]);
+    assert_eq!(v["hits"], 1, "{v}");
+    let v = env.json(&["search", "volcanic", "--since", "1d", "--json"]);
+    assert_eq!(v["hits"], 0, "{v}");
+    let v = env.json(&[
+        "search", "volcanic", "--since", "100y", "--to", "today", "--json",
+    ]);
+    assert_eq!(v["hits"], 2, "{v}");
+
+    // Forgiving: a stop word is said, a query with no message holding every word is
+    // loosened and says so, a misspelling gets a respelling.
+    let t = env.ok(&["search", "the"]);
+    assert!(t.contains("stop word") && t.contains("No matches"), "{t}");
+    let t = env.ok(&["search", "basaltic islands"]);
+    assert!(
+        t.contains("no message holds all of basaltic, islands"),
+        "{t}"
+    );
+    assert!(t.contains("2 hits"), "{t}");
+    let t = env.ok(&["search", "volcanik"]);
+    assert!(t.contains("Did you mean: volcanic"), "{t}");
+    let err = env.fails(&["search", "\"lava"]);
+    assert!(
+        err.contains("quote is not closed") && err.contains("exact phrase"),
+        "{err}"
+    );
+
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let t = c
+            .ok(
+                "pond_search",
+                json!({"query": "\"volcanic lava\" project:volcano"}),
+            )
+            .await;
+        assert!(t.contains("1 hits"), "{t}");
+        let t = c.ok("pond_search", json!({"query": "basalticc"})).await;
+        assert!(t.contains("Did you mean: basaltic"), "{t}");
+        let t = c.mistake("pond_search", json!({"query": "lava OR"})).await;
+        assert!(t.contains("OR needs a word on each side"), "{t}");
+        let t = c
+            .mistake(
+                "pond_search",
+                json!({"query": "lava", "from_date": "last tuesday"}),
+            )
+            .await;
+        assert!(t.contains("from_date") && t.contains("3d"), "{t}");
+    });
+}

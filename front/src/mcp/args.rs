@@ -54,8 +54,11 @@ mod lenient {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
-    /// Words to look for. Matching is by word (stemmed, case- and accent-insensitive); all
-    /// words need not appear, messages with more of them rank higher.
+    /// Words to look for, all of them (stemmed, case- and accent-insensitive; a query that
+    /// finds nothing is loosened to any of its words, and the answer says so). Syntax:
+    /// "exact phrase", -word or NOT word (exclude), a OR b, prefix*, word~ (spellings within
+    /// two edits), and filters in the text: project:NAME client:NAME role:user session:ID
+    /// after:DATE before:DATE (DATE: YYYY-MM-DD, yesterday, 3d, 2w).
     pub query: String,
     /// `fts` (full-text, the default): exact words. `vector`: meaning, for paraphrases and
     /// concepts when you do not know the words used. `hybrid`: both, fused. `vector` and
@@ -78,11 +81,12 @@ pub struct SearchArgs {
     /// `user` or `assistant` (only their messages are searchable).
     #[serde(default)]
     pub role: Option<String>,
-    /// From this date, inclusive: YYYY-MM-DD or RFC 3339.
+    /// From this date, inclusive: YYYY-MM-DD (a day in the server's time zone), RFC 3339,
+    /// today, yesterday, or a time ago (12h, 3d, 2w, 6mo, 1y).
     #[serde(default)]
     pub from_date: Option<String>,
-    /// Up to this date, inclusive of its whole day (YYYY-MM-DD, UTC), or up to (not
-    /// including) an RFC 3339 time.
+    /// Up to this date, inclusive of its whole day (YYYY-MM-DD, today, yesterday), or up to
+    /// (not including) an RFC 3339 time or a time ago.
     #[serde(default)]
     pub to_date: Option<String>,
     /// `relevance` (default) or `recency` (newest first among matches).
@@ -204,7 +208,7 @@ fn schema_of<T: JsonSchema>() -> JsonObject {
 pub const TOOLS: [ToolSpec; 5] = [
     ToolSpec {
         name: "pond_search",
-        description: "Search past agent sessions by words (BM25 full-text). Use it first to find when and where something was discussed or done: an error message, a function name, a decision. Returns hits grouped by session with a snippet, role, time, project and message id; follow up with pond_get_message (one hit in full) or pond_get_session (the whole conversation).",
+        description: "Search past agent sessions by words (BM25 full-text; `\"phrase\"`, `-word`, `a OR b`, `prefix*`, `word~`, `project:`/`client:`/`after:` filters in the query; `mode` vector or hybrid for meaning). Use it first to find when and where something was discussed or done: an error message, a function name, a decision. Returns hits grouped by session with a snippet, role, time, project and message id; follow up with pond_get_message (one hit in full) or pond_get_session (the whole conversation).",
         schema: schema_of::<SearchArgs>,
     },
     ToolSpec {

@@ -47,7 +47,7 @@ const SCHEMA_URI: &str = "pond://schema";
 const STATUS_URI: &str = "pond://status";
 
 const INSTRUCTIONS: &str = "pond is an archive of past AI coding-agent sessions (Claude Code, Codex, GitHub Copilot CLI, Cursor, Gemini CLI): every user and assistant message, tool call and result, by project and time. Use it to recall how something was done before, find a past decision or error, or reread a session.
-- Start with pond_search (full-text: words, stemmed, case- and accent-insensitive). Filter by project (a substring of the working directory), role, source_agent, or dates. Hits come grouped by session, each with a message id.
+- Start with pond_search (full-text: all words must match, stemmed, case- and accent-insensitive; \"exact phrase\", -word, a OR b, prefix*, word~ for typos). Filter by project (a substring of the working directory), role, source_agent, or dates (also inline: project:pond after:2w). A query that finds nothing says why and suggests a respelling. Hits come grouped by session, each with a message id.
 - pond_sessions lists sessions newest first with their titles, filtered by project, source_agent or dates: what was done in a project last week, in one call.
 - pond_get_message shows one hit in full with its neighbours; pond_get_session reads a whole session page by page (from start or end, after/before a message id).
 - pond_sql answers counting and listing questions (how many sessions per project, which tools failed most) with one read-only SELECT; read the pond://schema resource first.
@@ -137,7 +137,7 @@ impl PondServer {
         // A day as `to_date` is its end, as `from_date` its start.
         let date = |d: &Option<String>, name: &str, parse: fn(&str) -> _| {
             d.as_deref().map(parse).transpose().map_err(|e| {
-                format!("{e}. {name} takes YYYY-MM-DD or an RFC 3339 time, e.g. 2026-03-01")
+                format!("{name}: {e}")
             })
         };
         let req = SearchRequest {

@@ -66,12 +66,26 @@ fn indent(text: &str, pad: &str) -> String {
 
 pub fn search(r: &SearchResults) -> String {
     let mut out = String::new();
+    for note in &r.notes {
+        let _ = writeln!(out, "Note: {note}.");
+    }
     if r.hits == 0 {
         let _ = writeln!(
             out,
-            "No matches for {:?} among {} messages in scope. Try fewer or other words, or widen the filters.",
+            "No matches for {:?} among {} messages in scope.",
             r.query, r.in_scope
         );
+        match &r.suggestion {
+            Some(s) => {
+                let _ = writeln!(out, "Did you mean: {s}");
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "Try other words, word~ for spellings within two edits, prefix*, or wider filters."
+                );
+            }
+        }
         return out;
     }
     for (n, s) in r.sessions.iter().enumerate() {

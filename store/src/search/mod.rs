@@ -6,7 +6,9 @@
 
 mod fts;
 mod fusion;
+pub mod query;
 mod snippet;
+mod suggest;
 #[cfg(test)]
 mod tests;
 
@@ -23,7 +25,8 @@ use crate::error::{Result, StoreError};
 use crate::hydrate::{self, HitRow, RowMeta};
 use crate::store::Store;
 use crate::vectors;
-use fts::rank_fts;
+use fts::{rank_fts, Combine};
+use query::{Query, Term};
 use snippet::query_terms;
 
 pub const MAX_LIMIT: usize = 200;
@@ -126,6 +129,14 @@ pub struct SearchResults {
     pub hits: usize,
     /// Searchable messages that passed the filters.
     pub in_scope: usize,
+    /// What the answer could not do as asked and did instead (a stop word left out, a
+    /// query loosened to any of its words), for the person or agent to search better.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// For a query that found nothing: the query with its unknown words respelled as
+    /// words the archive holds ("did you mean").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
 }
 
 /// Run a query: full-text, vector (needs `vector`, the query's embedding) or hybrid.
@@ -134,19 +145,19 @@ pub async fn search(
     req: &SearchRequest,
     vector: Option<&QueryVector>,
 ) -> Result<SearchResults> {
-    let mut req = req.clone();
-    if let Some(id) = &req.filters.session_id {
-        req.filters.session_id = Some(crate::get::resolve_session_id(store, id).await?);
+    let (query, mut filters) = check(req)?;
+    if let Some(id) = &filters.session_id {
+        filters.session_id = Some(crate::get::resolve_session_id(store, id).await?);
     }
-    let req = &req;
     store
-        .with_map_fallback(|| search_once(store, req, vector))
+        .with_map_fallback(|| search_once(store, req, &query, &filters, vector))
         .await
 }
 
-/// Refuse a request search cannot answer (an empty or oversized query, a limit out of
-/// range) before any work: before its query is embedded, too.
-pub fn check(req: &SearchRequest) -> Result<()> {
+/// Refuse a request search cannot answer (an empty, oversized or unreadable query, a limit
+/// out of range, filters given twice) before any work: before its query is embedded, too.
+/// Returns the parsed query and the filters with the query's own merged in.
+pub fn check(req: &SearchRequest) -> Result<(Query, SearchFilters)> {
     let query = req.query.trim();
     if query.is_empty() {
         return Err(StoreError::InvalidQuery(
@@ -164,51 +175,141 @@ pub fn check(req: &SearchRequest) -> Result<()> {
             "limit must be between 1 and {MAX_LIMIT}"
         )));
     }
-    req.filters.check_range()
+    let parsed = query::parse(query)?;
+    if parsed.must.is_empty() {
+        return Err(StoreError::InvalidQuery(format!(
+            "the query holds only filters: add the words to look for ({})",
+            query::SYNTAX_HINT
+        )));
+    }
+    let mut filters = req.filters.clone();
+    parsed.merge_into(&mut filters)?;
+    filters.check_range()?;
+    Ok((parsed, filters))
 }
 
 async fn search_once(
     store: &Store,
     req: &SearchRequest,
+    query: &Query,
+    filters: &SearchFilters,
     vector: Option<&QueryVector>,
 ) -> Result<SearchResults> {
-    check(req)?;
-    let query = req.query.trim();
     let ds = store.messages().await?;
     // Recency re-sorts a larger pool of the best matches by time.
-    let pool = match req.sort {
+    let mut pool = match req.sort {
         SortBy::Relevance => req.limit,
         SortBy::Recency => (req.limit * 20).max(500),
     };
+    // A phrase is checked in the hits' text: rank more candidates than are shown.
+    if query.has_phrase() {
+        pool = (pool * 10).max(PHRASE_POOL);
+    }
+    let mut notes = Vec::new();
+    let text_query = without_stop_words(query, &mut notes);
     let need_vector = || {
         vector.ok_or_else(|| {
             StoreError::InvalidQuery("vector and hybrid search need the query's embedding".into())
         })
     };
+    // A few more than asked, so that hits tied at the cut are all seen and the tie-break in
+    // `present` (not Lance's order) decides which are kept.
+    let text_pool = pool + TIE_MARGIN;
+    let (ds_ref, tq_ref) = (&ds, &text_query);
+    let fts = move |combine, pool| async move {
+        match tq_ref {
+            Some(q) => rank_fts(ds_ref, q, combine, filters, pool).await,
+            None => Ok((Vec::new(), 0)),
+        }
+    };
     let (ranked, in_scope) = match req.mode {
-        // A few more than asked, so that hits tied at the cut are all seen and the
-        // tie-break in `present` (not Lance's order) decides which are kept.
-        SearchMode::Fts => rank_fts(&ds, query, &req.filters, pool + TIE_MARGIN).await?,
+        SearchMode::Fts => fts(Combine::All, text_pool).await?,
         SearchMode::Vector => {
             let v = need_vector()?;
-            vectors::nearest(store, &v.model, &v.vector, &req.filters, pool).await?
+            vectors::nearest(store, &v.model, &v.vector, filters, pool).await?
         }
         SearchMode::Hybrid => {
             let v = need_vector()?;
             let arm = (pool * 2).max(50);
-            let (text, in_scope) = rank_fts(&ds, query, &req.filters, arm).await?;
-            let (near, _) = vectors::nearest(store, &v.model, &v.vector, &req.filters, arm).await?;
+            let (text, in_scope) = fts(Combine::All, arm).await?;
+            let (near, _) = vectors::nearest(store, &v.model, &v.vector, filters, arm).await?;
             (fuse(HYBRID_FUSION, &[&text, &near]), in_scope)
         }
     };
-    present(store, &ds, query, req, ranked, in_scope).await
+    let mut results = present(store, &ds, query, req, ranked, in_scope).await?;
+    let searched = text_query.as_ref().filter(|_| req.mode == SearchMode::Fts);
+    if let Some(tq) = searched.filter(|_| results.hits == 0) {
+        if tq.must.len() > 1 {
+            let (ranked, in_scope) = fts(Combine::Any, text_pool).await?;
+            let loose = present(store, &ds, query, req, ranked, in_scope).await?;
+            if loose.hits > 0 {
+                let groups: Vec<String> = tq
+                    .must
+                    .iter()
+                    .map(|g| {
+                        let alts: Vec<String> = g.iter().map(Term::written).collect();
+                        alts.join(" OR ")
+                    })
+                    .collect();
+                notes.push(format!(
+                    "no message holds all of {}: these hold some of them, most first",
+                    groups.join(", ")
+                ));
+                results = loose;
+            }
+        }
+        results.suggestion = suggest::respell(store, &ds, &req.query, tq, filters).await?;
+    }
+    results.notes = notes;
+    Ok(results)
+}
+
+/// The fewest candidates ranked for a query with a phrase (checked in their text after).
+const PHRASE_POOL: usize = 1000;
+/// Hits whose text is read at once while phrases are checked.
+const PHRASE_CHUNK: usize = 64;
+
+/// The query without the words the index leaves out (stop words: no message can match
+/// them), each named in `notes`; `None` when nothing is left to look for.
+fn without_stop_words(query: &Query, notes: &mut Vec<String>) -> Option<Query> {
+    let mut dropped = Vec::new();
+    let mut keep = |t: &Term| match t {
+        Term::Word(w) | Term::Phrase(w) if fts::index_tokens(w).is_empty() => {
+            dropped.push(t.written());
+            false
+        }
+        _ => true,
+    };
+    let mut out = query.clone();
+    out.must = query
+        .must
+        .iter()
+        .map(|g| g.iter().filter(|t| keep(t)).cloned().collect::<Vec<_>>())
+        .filter(|g| !g.is_empty())
+        .collect();
+    out.must_not.retain(|t| keep(t));
+    if dropped.is_empty() {
+        return Some(out);
+    }
+    let list = dropped.join(", ");
+    if out.must.is_empty() {
+        notes.push(format!(
+            "every word of the query is a stop word, which the index leaves out ({list}): \
+             search with a word that names the thing"
+        ));
+        return None;
+    }
+    notes.push(format!(
+        "left out stop words, which the index does not hold: {list}"
+    ));
+    Some(out)
 }
 
 /// From ranked row ids to grouped, hydrated hits (from the row map where it has them).
 async fn present(
     store: &Store,
     ds: &lance::Dataset,
-    query: &str,
+    query: &Query,
     req: &SearchRequest,
     ranked: Vec<(u64, f32)>,
     in_scope: usize,
@@ -236,13 +337,34 @@ async fn present(
                 .then_with(|| tie(&a.1, &b.1))
         }),
     }
-    rows.truncate(req.limit);
-    let shown: Vec<&RowMeta> = rows.iter().map(|r| &r.1).collect();
-    let texts = hydrate::texts(ds, mapped.as_ref(), &shown).await?;
-    let terms = query_terms(query);
-    let hits: Vec<SearchHit> = rows
+    let mut kept: Vec<((f32, RowMeta), Option<String>)> = Vec::new();
+    if query.has_phrase() {
+        // In order, a chunk at a time, until enough hold the phrases.
+        let mut rest = rows.into_iter();
+        while kept.len() < req.limit {
+            let chunk: Vec<(f32, RowMeta)> = rest.by_ref().take(PHRASE_CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            let shown: Vec<&RowMeta> = chunk.iter().map(|r| &r.1).collect();
+            let texts = hydrate::texts(ds, mapped.as_ref(), &shown).await?;
+            kept.extend(
+                chunk
+                    .into_iter()
+                    .zip(texts)
+                    .filter(|(_, t)| query.phrases_hold(t.as_deref().unwrap_or_default())),
+            );
+        }
+        kept.truncate(req.limit);
+    } else {
+        rows.truncate(req.limit);
+        let shown: Vec<&RowMeta> = rows.iter().map(|r| &r.1).collect();
+        let texts = hydrate::texts(ds, mapped.as_ref(), &shown).await?;
+        kept = rows.into_iter().zip(texts).collect();
+    }
+    let terms = query_terms(&query.plain_text());
+    let hits: Vec<SearchHit> = kept
         .into_iter()
-        .zip(texts)
         .map(|((score, m), text)| {
             let text = text.as_deref().unwrap_or_default();
             let text = if req.reveal_secrets {
@@ -260,12 +382,14 @@ async fn present(
     let total = hits.len();
     let sessions = group(store, hits).await?;
     Ok(SearchResults {
-        query: query.to_owned(),
+        query: req.query.trim().to_owned(),
         mode: req.mode,
         sort: req.sort,
         sessions,
         hits: total,
         in_scope,
+        notes: Vec::new(),
+        suggestion: None,
     })
 }
 
