@@ -110,20 +110,25 @@ fn leaf(term: &Term) -> FtsQuery {
                 .with_prefix_length(keep as u32)
                 .with_max_expansions(EXPANSIONS)
         }
-        // The word as the index holds it (stemmed), or within edits of it as written
-        // (Lance's planner reads no distance as none: give it one).
+        // The word as the index holds it (stemmed), or within edits of it (Lance's planner
+        // reads no distance as none: give it one).
         Term::Fuzzy(w) => {
             let w = fold_accents(w).to_lowercase();
-            let reach = fuzzy_reach(w.chars().count());
-            let exact = leaf(&Term::Word(w.clone()));
-            let near = MatchQuery::new(w)
-                .with_fuzziness(Some(reach))
-                .with_max_expansions(EXPANSIONS)
-                .with_column(Some(COLUMN.into()));
-            return FtsQuery::Boolean(BooleanQuery::new([
-                (Occur::Should, exact),
-                (Occur::Should, FtsQuery::Match(near)),
-            ]));
+            let near = |form: String| {
+                let reach = fuzzy_reach(form.chars().count());
+                let m = MatchQuery::new(form)
+                    .with_fuzziness(Some(reach))
+                    .with_max_expansions(EXPANSIONS)
+                    .with_column(Some(COLUMN.into()));
+                (Occur::Should, FtsQuery::Match(m))
+            };
+            // Within edits of the word as written, and of its stem (`hanxdle` is one edit
+            // from `handl`, the stem the index holds for `handle`, as written it is two).
+            let mut forms = vec![w.clone()];
+            forms.extend(index_tokens(&w).into_iter().filter(|t| *t != w));
+            let mut clauses = vec![(Occur::Should, leaf(&Term::Word(w)))];
+            clauses.extend(forms.into_iter().map(near));
+            return FtsQuery::Boolean(BooleanQuery::new(clauses));
         }
     };
     FtsQuery::Match(m.with_column(Some(COLUMN.into())))

@@ -13,7 +13,7 @@ use crate::hydrate;
 use crate::store::Store;
 
 /// Messages read for the words a misspelling may stand for.
-const SAMPLE: usize = 20;
+const SAMPLE: usize = 50;
 
 /// `written` (the query as the caller wrote it) with each word that matches nothing in
 /// scope respelled as the nearest word the archive holds; `None` if no word was respelled.
@@ -58,12 +58,12 @@ async fn nearest_word(
     word: &str,
     filters: &SearchFilters,
 ) -> Result<Option<String>> {
-    // The index holds stems (`basaltic` is `basalt`), which a long word's misspelling
-    // may be too many edits from: its first letters find those messages too.
+    // The index holds stems (`separate` is `separ`), which a misspelling may be too many
+    // edits from (`sepaeate`): the word's first half finds those messages too.
     let mut alternatives = vec![Term::Fuzzy(word.to_owned())];
     let n = word.chars().count();
-    if n > 5 && word.chars().all(char::is_alphanumeric) {
-        alternatives.push(Term::Prefix(word.chars().take((n - 3).max(4)).collect()));
+    if n >= 6 && word.chars().all(char::is_alphanumeric) {
+        alternatives.push(Term::Prefix(word.chars().take(n.div_ceil(2)).collect()));
     }
     let fuzzy = Query {
         must: vec![alternatives],
@@ -109,22 +109,31 @@ async fn nearest_word(
         .map(|(w, _)| w))
 }
 
-/// Levenshtein distance in characters.
+/// Edits between two words, in characters: insertions, deletions, changes and swaps of
+/// two neighbours (optimal string alignment: `unkonwn` is one edit from `unknown`).
 fn edits(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let here = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(here + 1);
-            prev = here;
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let change = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + change);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -137,5 +146,6 @@ mod tests {
         assert_eq!(super::edits("", "abc"), 3);
         assert_eq!(super::edits("kitten", "sitting"), 3);
         assert_eq!(super::edits("日本語", "日本"), 1);
+        assert_eq!(super::edits("unkonwn", "unknown"), 1);
     }
 }
