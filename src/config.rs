@@ -27,6 +27,8 @@ pub(crate) struct ConfigFile {
     mcp: Mcp,
     #[serde(default)]
     sync: Sync,
+    #[serde(default)]
+    display: Display,
     /// Per client (`claude-code`, `codex`, `copilot`): whether `pond sync` reads it and where.
     #[serde(default)]
     sources: BTreeMap<String, Source>,
@@ -57,6 +59,12 @@ struct Mcp {
 #[serde(deny_unknown_fields)]
 struct Sync {
     exclude_projects: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Display {
+    utc: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -216,6 +224,8 @@ pub(crate) fn apply(cli: &mut Cli, matches: &ArgMatches, file: ConfigFile) -> Ve
         &mut cli.exclude_projects,
         v,
     );
+    let (id, v) = ("utc", file.display.utc);
+    setting(out, m, "display.utc", id, &mut cli.utc, v);
     // The MCP server's auto-sync is an argument of its subcommand; other commands show
     // what `pond mcp` would use.
     let mut auto_sync = AUTO_SYNC_MINS;
@@ -334,6 +344,12 @@ trait Shows {
     fn shows(&self) -> String;
 }
 
+impl Shows for bool {
+    fn shows(&self) -> String {
+        self.to_string()
+    }
+}
+
 impl Shows for usize {
     fn shows(&self) -> String {
         self.to_string()
@@ -389,6 +405,9 @@ pub(crate) const TEMPLATE: &str = r#"# pond's settings. A flag or an environment
 
 [sync]
 # exclude_projects = []
+
+[display]
+# utc = false
 
 # [sources.claude-code]
 # enabled = true

@@ -68,6 +68,11 @@ pub(crate) struct Cli {
     /// keys, passwords; `pond mcp` always masks)
     #[arg(long, global = true)]
     reveal_secrets: bool,
+    /// Show times in UTC instead of the local time zone (`TZ`, else /etc/localtime) in text
+    /// answers, MCP answers and Markdown exports, and read a day given to a date filter as a
+    /// UTC day; JSON always carries UTC and epoch values
+    #[arg(long, global = true)]
+    utc: bool,
     /// Do not store sessions whose project (working directory) contains this; repeat it or
     /// separate with commas (`sync` and `mcp`'s background sync; what is stored already
     /// stays until `pond forget --project`)
@@ -605,6 +610,7 @@ fn main() -> std::process::ExitCode {
         eprintln!("pond: {e:#}");
         return std::process::ExitCode::FAILURE;
     }
+    pond_store::zone::set_utc(cli.utc);
     if let Some(code) = commands::offline(&mut cli, &settings) {
         return code;
     }
@@ -746,6 +752,9 @@ pub(crate) fn bridge_of(cli: &Cli, auto_sync_mins: u64) -> Result<bridge::Bridge
     }
     for p in &cli.exclude_projects {
         args.extend(["--exclude-project".into(), p.into()]);
+    }
+    if cli.utc {
+        args.push("--utc".into());
     }
     if let Some(c) = &cli.config {
         args.extend(["--config".into(), c.clone().into()]);

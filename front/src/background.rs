@@ -21,9 +21,7 @@ impl Front {
     /// finds the store locked (another front or a CLI sync is at it) is skipped.
     pub async fn auto_sync(self, auto: AutoSync) {
         loop {
-            let started = chrono::Utc::now()
-                .format("%Y-%m-%d %H:%M:%S UTC")
-                .to_string();
+            let started_ms = chrono::Utc::now().timestamp_millis();
             let outcome = match self
                 .sync(auto.request.clone(), EmbedAfter::Added, None)
                 .await
@@ -49,8 +47,10 @@ impl Front {
                     BackgroundOutcome::Failed { error: e.message }
                 }
             };
-            *self.background.lock().expect("background note") =
-                Some(BackgroundSync { started, outcome });
+            *self.background.lock().expect("background note") = Some(BackgroundSync {
+                started_ms,
+                outcome,
+            });
             tokio::time::sleep(auto.every).await;
         }
     }

@@ -84,10 +84,10 @@ pub struct LastSync {
     pub report: SyncReport,
 }
 
-/// A background sync's start time and outcome.
+/// A background sync's start time (epoch ms) and outcome.
 #[derive(Debug, Clone, Serialize)]
 pub struct BackgroundSync {
-    pub started: String,
+    pub started_ms: i64,
     pub outcome: BackgroundOutcome,
 }
 

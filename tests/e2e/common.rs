@@ -57,7 +57,9 @@ impl Env {
             // Tests that want `pond mcp` to sync in the background ask for it.
             .env("POND_AUTO_SYNC_MINS", "0")
             // `pond mcp` serves in its own process unless a test asks for the shared server.
-            .env("POND_STANDALONE", "true");
+            .env("POND_STANDALONE", "true")
+            // Times are shown in UTC unless a test names another zone.
+            .env("TZ", "UTC");
         c
     }
 

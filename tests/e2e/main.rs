@@ -25,4 +25,5 @@ mod rowmap;
 mod serve;
 mod sessions;
 mod sync;
+mod times;
 mod trust;

@@ -22,7 +22,7 @@ pub fn header(s: &SessionInfo) -> String {
     }
     let _ = writeln!(
         out,
-        "- from {} to {} (UTC)",
+        "- from {} to {}",
         s.created_at.map(time).unwrap_or_else(|| "-".into()),
         s.updated_at.map(time).unwrap_or_else(|| "-".into()),
     );

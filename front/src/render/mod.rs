@@ -4,6 +4,8 @@
 //! serialization ([`json`]); SQL results are rendered by the sql worker in the asked
 //! [`pond_protocol::Format`], so only capped text crosses IPC.
 //!
+//! Every time is shown by [`clock`]: in the local zone with its offset, or in UTC.
+//!
 //! Each rendering ends with a totals line and, where there is more, a hint saying how to
 //! get it. Budgets are bytes of output, applied here ([`bounded`]); nothing here allocates
 //! beyond its budget's order.
@@ -14,11 +16,13 @@ use pond_protocol::Choice;
 use pond_store::get::{MessageContext, MessageView, SessionInfo, SessionPage};
 use pond_store::search::SearchResults;
 
+pub mod clock;
 pub mod markdown;
 pub mod reports;
 pub mod sessions;
 pub mod status;
 
+pub use clock::time;
 pub use reports::counts;
 
 /// A result as pretty JSON: the data's own serialization.
@@ -44,12 +48,6 @@ pub fn bounded(mut text: String, max: usize) -> String {
         "\n[answer cut at {max} bytes; ask for less: a smaller limit, narrower filters, or fewer columns]\n"
     ));
     text
-}
-
-pub fn time(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
-        .unwrap_or_else(|| "-".into())
 }
 
 /// ` · <title>`, or nothing for an untitled session.

@@ -143,7 +143,9 @@ pub fn last_sync(saved: &LastSync) -> String {
     let _ = writeln!(
         out,
         "last sync: {}: {} files seen, {} messages added",
-        saved.finished_at, r.files_seen, r.messages_added
+        super::clock::time_rfc3339(&saved.finished_at),
+        r.files_seen,
+        r.messages_added
     );
     if r.skipped > 0 {
         skipped(&mut out, r, "  ", 5);

@@ -160,15 +160,15 @@ pub fn embeddings(e: &Embeddings) -> String {
     )
 }
 
-/// An RFC 3339 time to the minute, as status lines show times: `2026-12-01 01:20 UTC`.
+/// An RFC 3339 time to the minute, as status lines show spans.
 fn minute(rfc3339: &str) -> String {
     chrono::DateTime::parse_from_rfc3339(rfc3339)
-        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .map(|t| super::clock::minute(t.timestamp_millis()))
         .unwrap_or_else(|_| rfc3339.to_owned())
 }
 
 fn background(b: &BackgroundSync) -> String {
-    let started = &b.started;
+    let started = super::time(b.started_ms);
     match &b.outcome {
         BackgroundOutcome::Done {
             files_seen,
