@@ -82,9 +82,19 @@ impl SearchFilters {
     }
 }
 
+/// An instant as a person reads it in an error: in the zone days are read in, with its
+/// offset (`UTC` for zero), as the front shows times.
 fn show_ms(ms: i64) -> String {
     let t = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
-    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    let t = if crate::zone::is_utc() {
+        t.fixed_offset()
+    } else {
+        t.with_timezone(&chrono::Local).fixed_offset()
+    };
+    match t.offset().local_minus_utc() {
+        0 => t.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        _ => t.format("%Y-%m-%d %H:%M:%S %:z").to_string(),
+    }
 }
 
 /// A client's name (or alias) matches its sessions and its subagents' (`claude-code`,
