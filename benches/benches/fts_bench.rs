@@ -6,6 +6,8 @@
 //! front runs them: cold first query, then p50/p95 over the rest. Then hydration of 10
 //! random hits from the row map versus from Lance by row id. Then what masking secrets
 //! costs a search answer (search, render, mask against search, render, secrets revealed).
+//! Then the same queries with every word fuzzy (`word~`) against them as written, in turn,
+//! and `pond sessions`' listing (the newest page, and one filtered by project).
 
 use std::time::Instant;
 
@@ -76,6 +78,42 @@ fn main() {
                 if reveal { revealed.push(ms) } else { masked.push(ms) }
             }
         }
+        // Fuzzy (`word~`: within an edit or two) against exact, the same query in turn.
+        let (mut exact, mut fuzzy) = (Vec::new(), Vec::new());
+        for i in 0..queries {
+            let mut words = vec![rng.pick(work::QUERY_TERMS).to_string()];
+            if rng.chance(0.3) {
+                words.push(rng.pick::<&str>(work::QUERY_TERMS).to_string());
+            }
+            let fuzzed: Vec<String> = words.iter().map(|w| format!("{w}~")).collect();
+            let forms = [(false, words.join(" ")), (true, fuzzed.join(" "))];
+            let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+            for k in order {
+                let (is_fuzzy, query) = &forms[k];
+                let req = SearchRequest { query: query.clone(), filters: SearchFilters::default(), sort: SortBy::Relevance, limit: 10, mode: SearchMode::Fts, reveal_secrets: false };
+                let t = Instant::now();
+                search(&store, &req, None).await.expect("search");
+                let ms = t.elapsed().as_secs_f64() * 1000.0;
+                if *is_fuzzy { fuzzy.push(ms) } else { exact.push(ms) }
+            }
+        }
+        let exact_p50 = report::percentile(&mut exact, 50.0);
+        let fuzzy_p50 = report::percentile(&mut fuzzy, 50.0);
+        // `pond sessions`: the newest page, and a page filtered by project.
+        let (mut newest, mut by_project) = (Vec::new(), Vec::new());
+        let mut listed_sessions = 0;
+        for _ in 0..queries.min(100) {
+            for (filters, out) in [
+                (SearchFilters::default(), &mut newest),
+                (SearchFilters { project: Some("shop".into()), ..Default::default() }, &mut by_project),
+            ] {
+                let req = pond_store::sessions::SessionsRequest { filters, limit: pond_store::sessions::DEFAULT_LIMIT, offset: 0 };
+                let t = Instant::now();
+                let list = pond_store::sessions::list(&store, &req).await.expect("sessions");
+                out.push(t.elapsed().as_secs_f64() * 1000.0);
+                listed_sessions = listed_sessions.max(list.total);
+            }
+        }
         let revealed_p50 = report::percentile(&mut revealed, 50.0);
         let masked_p50 = report::percentile(&mut masked, 50.0);
         // Hydration of 10 hits: from the row map, and from Lance by row id (what the front
@@ -120,6 +158,14 @@ fn main() {
             "answer_revealed_p50_ms": r2(revealed_p50),
             "answer_masked_p50_ms": r2(masked_p50),
             "mask_overhead_pct": r2((masked_p50 / revealed_p50 - 1.0) * 100.0),
+            "exact_p50_ms": r2(exact_p50),
+            "fuzzy_p50_ms": r2(fuzzy_p50),
+            "fuzzy_p95_ms": r2(report::percentile(&mut fuzzy, 95.0)),
+            "fuzzy_over_exact": r2(fuzzy_p50 / exact_p50),
+            "sessions": listed_sessions,
+            "sessions_list_p50_ms": r2(report::percentile(&mut newest, 50.0)),
+            "sessions_list_p95_ms": r2(report::percentile(&mut newest, 95.0)),
+            "sessions_project_p50_ms": r2(report::percentile(&mut by_project, 50.0)),
             "index_cache_mib": StoreConfig::default().index_cache_bytes >> 20,
             "process_footprint_mib": pond_front::footprint::of_self().map_or(0, |f| f.footprint_kib() / 1024),
         })
