@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Check style (rustfmt, clippy, rustdoc warnings, no import cycle between modules), then build and run every test: unit tests,
 # the end-to-end tests over the real binary, and (when ../shared/corpus exists) the
-# real-corpus test. Arguments go to `cargo test` (and skip the style gates).
+# real-corpus test; then the memory and latency gate (benches/benches/gate_bench.rs). Arguments go to `cargo test` (and skip the style gates).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -16,3 +16,8 @@ if [ "$#" -eq 0 ]; then
   python3 scripts/module-graph.py
 fi
 cargo test --workspace "$@"
+# The memory and latency gate on a small generated store, alone on the machine after the
+# tests (it prints its figures; a figure past its limit fails the run).
+if [ "$#" -eq 0 ]; then
+  cargo test --bench gate_bench -- --messages 50000
+fi
