@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 use crate::blocks::{all_results, content_blocks, Blocks};
 use crate::common::Common;
 use crate::model::{
-    FileBatch, MessageRow, Origin, PartRow, Role, AGENT_CLAUDE, AGENT_CLAUDE_SUBAGENT,
+    tokens, FileBatch, MessageRow, Origin, PartRow, Role, UsageRow, AGENT_CLAUDE,
+    AGENT_CLAUDE_SUBAGENT,
 };
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_field};
@@ -88,6 +89,9 @@ impl RecordParser for ClaudeParser {
         if self.subagent && c.session.parent_id.is_none() {
             c.session.parent_id = str_field(v, "sessionId");
         }
+        if let Some(u) = self.usage(c, line_no, v) {
+            out.usage.push(u);
+        }
         match ty {
             Some("user" | "assistant") => {
                 if let Some(msg) = v.get("message") {
@@ -118,6 +122,41 @@ impl RecordParser for ClaudeParser {
 }
 
 impl ClaudeParser {
+    /// The token counts of a line whose `message` has a `usage` with input and output
+    /// counts, and a timestamp: the lines ccusage reads, whatever their type. One API
+    /// response is written as several lines sharing `message.id` and `requestId`, each
+    /// with a `usage` (the first lines' output count may be partial): they share one key,
+    /// so the first line of it is the one counted, as ccusage counts it. Without both ids,
+    /// the key is the line's `uuid`, which a replayed copy of the line keeps.
+    fn usage(&self, c: &Common, line_no: u64, v: &Value) -> Option<UsageRow> {
+        let msg = v.get("message")?;
+        let usage = msg.get("usage")?;
+        let counted = |k: &str| usage.get(k).is_some_and(Value::is_number);
+        if !counted("input_tokens") || !counted("output_tokens") {
+            return None;
+        }
+        let ts = parse_ts(v.get("timestamp"))?;
+        let request_id = str_field(v, "requestId");
+        let uuid = str_field(v, "uuid");
+        let key = match (str_field(msg, "id"), &request_id, &uuid) {
+            (Some(m), Some(r), _) => format!("{m}:{r}"),
+            (_, _, Some(u)) => u.clone(),
+            _ => format!("{}:{line_no}", c.path),
+        };
+        Some(UsageRow {
+            message_id: uuid,
+            model: str_field(msg, "model"),
+            request_id,
+            input: tokens(usage, "input_tokens"),
+            output: tokens(usage, "output_tokens"),
+            cache_write: tokens(usage, "cache_creation_input_tokens"),
+            cache_read: tokens(usage, "cache_read_input_tokens"),
+            // Claude Code's lines of old wrote their cost.
+            cost_usd: v.get("costUSD").and_then(Value::as_f64),
+            ..UsageRow::of(c, key, ts, self.source_agent(), line_no)
+        })
+    }
+
     fn message_row(&self, c: &Common, line_no: u64, ts: i64, v: &Value, role: Role) -> MessageRow {
         let id = str_field(v, "uuid").unwrap_or_else(|| format!("{}:{line_no}", c.session.id));
         let origin = if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {

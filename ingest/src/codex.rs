@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use crate::common::Common;
-use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role, AGENT_CODEX};
+use crate::model::{tokens, FileBatch, MessageRow, Origin, PartRow, Role, UsageRow, AGENT_CODEX};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{
     arguments_json, flatten_content, is_harness_text, join_search, parse_ts, str_field,
@@ -100,10 +100,20 @@ impl RecordParser for CodexParser {
                 let inner = p.get("type").and_then(Value::as_str);
                 match ty {
                     "session_meta" => self.meta(c, p, raw),
-                    "turn_context" if c.session.project.is_none() => {
-                        c.session.project = str_field(p, "cwd");
+                    "turn_context" => {
+                        if c.session.project.is_none() {
+                            c.session.project = str_field(p, "cwd");
+                        }
+                        if let Some(model) = str_field(p, "model") {
+                            c.model = Some(model);
+                        }
                     }
                     "response_item" => self.item(c, line_no, ts, p, out),
+                    "event_msg" if inner == Some("token_count") => {
+                        if let Some(u) = token_count(c, line_no, ts, p) {
+                            out.usage.push(u);
+                        }
+                    }
                     _ => {}
                 }
                 Some(match inner {
@@ -130,6 +140,41 @@ impl RecordParser for CodexParser {
             (None, _) => None,
         }
     }
+}
+
+/// A `token_count` event's tokens for its turn: `info.last_token_usage` (the
+/// cumulative `info.total_token_usage` is never a turn's). Codex writes a turn's count
+/// again (a rate-limit update repeats the last info): a count whose cumulative total is
+/// the one before is that repeat, not counted. `info: null` carries rate limits only;
+/// older builds' `info {prompt, completion}` say neither what was cached nor whether
+/// they are per turn, so they are not counted. Codex's input includes its cached input:
+/// `input` here is the rest.
+fn token_count(c: &mut Common, line_no: u64, ts: i64, p: &Value) -> Option<UsageRow> {
+    let info = p.get("info").filter(|i| i.is_object())?;
+    let last = info.get("last_token_usage").filter(|l| l.is_object())?;
+    let total = info
+        .pointer("/total_token_usage/total_tokens")
+        .and_then(Value::as_u64);
+    if total.is_some() && total == c.usage_total {
+        return None;
+    }
+    c.usage_total = total.or(c.usage_total);
+    let cached = tokens(last, "cached_input_tokens");
+    Some(UsageRow {
+        model: c.model.clone(),
+        input: tokens(last, "input_tokens").saturating_sub(cached),
+        output: tokens(last, "output_tokens"),
+        cache_write: tokens(last, "cache_write_input_tokens"),
+        cache_read: cached,
+        reasoning: tokens(last, "reasoning_output_tokens"),
+        ..UsageRow::of(
+            c,
+            format!("{}:{line_no}", c.session.id),
+            ts,
+            AGENT_CODEX,
+            line_no,
+        )
+    })
 }
 
 impl CodexParser {

@@ -34,6 +34,12 @@ pub(crate) struct Common {
     pub fallback_ts: i64,
     /// The parser held back the end of the file as unfinished (`FileCursor::held`).
     pub held: bool,
+    /// The model the file's last turn named (Codex's `turn_context`), for the token counts
+    /// that follow it, kept across reads (`FileCursor::model`).
+    pub model: Option<String>,
+    /// The cumulative total of the last Codex token count (`FileCursor::usage_total`): a
+    /// count that repeats it is the same turn written again.
+    pub usage_total: Option<u64>,
 }
 
 impl Common {
@@ -59,6 +65,15 @@ impl Common {
         if let Some(t) = updated.or(created) {
             s.updated_at = Some(s.updated_at.map_or(t, |x| x.max(t)));
         }
+    }
+
+    /// The session token counts of this file count for: a subagent's parent, else its own.
+    pub fn usage_session(&self) -> String {
+        self.session
+            .parent_id
+            .clone()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| self.session.id.clone())
     }
 
     /// A message of the pass's session from line `line_no` of its file: in the session's

@@ -43,6 +43,12 @@ pub struct FileCursor {
     /// the lines made of them, `size` and `mtime_ns` the session's rows and newest update).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows: Option<RowCursor>,
+    /// The model the last turn read named (`Common::model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The cumulative token total last read (`Common::usage_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_total: Option<u64>,
 }
 
 /// Where the last read of a database session stopped. A message (with its parts) is read

@@ -30,7 +30,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::common::Common;
-use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
+use crate::model::{tokens, FileBatch, MessageRow, Origin, PartRow, Role, UsageRow};
 use crate::side::{read_side_file, SIDE_FILE_BYTES};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{join_search, parse_ts, str_field};
@@ -194,6 +194,12 @@ impl GeminiParser {
             // Ids are the client's uuids, written in this session's file only.
             ..c.message(id, ts, role, self.source_agent(), line_no, Origin::Own)
         };
+        if let Some(t) = v
+            .get("tokens")
+            .filter(|t| t.is_object() && role == Role::Assistant)
+        {
+            out.usage.push(usage(c, &m, t));
+        }
         let mut parts = Vec::new();
         if role == Role::Assistant {
             for t in v
@@ -330,10 +336,40 @@ impl RecordParser for GeminiParser {
     }
 }
 
+/// An answer's `tokens {input, output, cached, thoughts, tool}`: Gemini counts cached
+/// input inside `input` (taken out here) and thoughts apart from `output` (added to it:
+/// both are billed as output); a tool's prompt tokens are input.
+fn usage(c: &Common, m: &MessageRow, t: &Value) -> UsageRow {
+    let cached = tokens(t, "cached");
+    let thoughts = tokens(t, "thoughts");
+    UsageRow {
+        message_id: Some(m.id.clone()),
+        model: m.model.clone(),
+        input: tokens(t, "input").saturating_sub(cached) + tokens(t, "tool"),
+        output: tokens(t, "output") + thoughts,
+        cache_read: cached,
+        reasoning: thoughts,
+        ..UsageRow::of(
+            c,
+            format!("{}:{}", m.session_id, m.id),
+            m.timestamp,
+            &m.source_agent,
+            m.source_line,
+        )
+    }
+}
+
 /// Drop the messages of `session` whose id `gone` selects, with their parts (no copies
 /// made: an answer replaced as its tool calls run makes this a per-message cost).
 fn remove(out: &mut FileBatch, session: &str, gone: impl Fn(&str) -> bool) {
     let hit = |s: &str, id: &str| s == session && gone(id);
+    // A usage row's key is `<session>:<message id>` (its session may be a parent's).
+    out.usage.retain(|u| {
+        !u.key
+            .strip_prefix(session)
+            .and_then(|k| k.strip_prefix(':'))
+            .is_some_and(&gone)
+    });
     if !out.messages.iter().any(|m| hit(&m.session_id, &m.id)) {
         return;
     }

@@ -45,6 +45,8 @@ mod sqlite;
 #[cfg(test)]
 mod tests;
 mod text;
+#[cfg(test)]
+mod usage_tests;
 pub mod vscode_copilot;
 #[cfg(test)]
 mod vscode_copilot_tests;
@@ -52,6 +54,7 @@ mod vscode_copilot_tests;
 pub use discover::{discover, discover_all, Discovered, SourceFile};
 pub use model::{
     FileBatch, MessageRow, Origin, PartRow, PendingBatch, RecordRow, Role, SessionRow, Skip,
+    UsageRow,
 };
 pub use reader::{read_file, FileCursor, ReadOutcome};
 pub use sources::{Source, SourceKind, SOURCES};

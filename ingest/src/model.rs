@@ -192,6 +192,80 @@ impl PartRow {
     }
 }
 
+/// What one model call cost in tokens, as the client recorded it: one row per API response
+/// (Claude Code writes one response over several lines: they share `key` and count once),
+/// per Codex `token_count` turn, per Gemini or OpenCode answer.
+///
+/// `input` is the input not read from a cache (Codex and Gemini count cached input inside
+/// their input: it is taken out here), `output` includes `reasoning`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageRow {
+    /// The session the tokens count for: a subagent's file counts for its parent session.
+    pub session_id: String,
+    /// The message of this response, where it is one (Codex's turns are events, not
+    /// messages).
+    pub message_id: Option<String>,
+    /// What makes the response one: rows with the same key are the same response, stored
+    /// once store-wide (Claude: `message.id:requestId`, else the line's `uuid`; others:
+    /// `<session>:<message or line>`).
+    pub key: String,
+    pub timestamp: i64,
+    pub source_agent: String,
+    pub project: Option<String>,
+    pub model: Option<String>,
+    /// The provider's request or response id, where the client wrote one.
+    pub request_id: Option<String>,
+    pub input: u64,
+    pub output: u64,
+    pub cache_write: u64,
+    pub cache_read: u64,
+    pub reasoning: u64,
+    /// The cost in USD where the client itself recorded it (OpenCode); otherwise computed
+    /// from a price table when read.
+    pub cost_usd: Option<f64>,
+    pub source_path: String,
+    pub source_line: u64,
+}
+
+impl UsageRow {
+    /// A row of the pass's session at `line_no` with no tokens yet: subagents count for
+    /// their parent session.
+    pub(crate) fn of(
+        c: &crate::common::Common,
+        key: String,
+        ts: i64,
+        agent: &str,
+        line_no: u64,
+    ) -> UsageRow {
+        UsageRow {
+            session_id: c.usage_session(),
+            message_id: None,
+            key,
+            timestamp: ts,
+            source_agent: agent.to_owned(),
+            project: c.session.project.clone(),
+            model: None,
+            request_id: None,
+            input: 0,
+            output: 0,
+            cache_write: 0,
+            cache_read: 0,
+            reasoning: 0,
+            cost_usd: None,
+            source_path: c.path.clone(),
+            source_line: line_no,
+        }
+    }
+}
+
+/// A token count at `key` of `v`: a whole number (a float a client wrote is cut), 0 when
+/// absent or negative.
+pub(crate) fn tokens(v: &serde_json::Value, key: &str) -> u64 {
+    v.get(key)
+        .and_then(|n| n.as_u64().or_else(|| n.as_f64().map(|f| f.max(0.0) as u64)))
+        .unwrap_or(0)
+}
+
 /// One source line, verbatim. Every line that is not skipped becomes one of these.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordRow {
@@ -237,6 +311,8 @@ pub struct FileBatch {
     pub messages: Vec<MessageRow>,
     pub parts: Vec<PartRow>,
     pub records: Vec<RecordRow>,
+    /// Token counts of model calls, in line order.
+    pub usage: Vec<UsageRow>,
     /// The first skipped lines of each file, in full.
     pub skips: Vec<Skip>,
     /// Every skipped line, counted by the kind of its reason ([`Skip::kind`]).
@@ -249,6 +325,7 @@ impl FileBatch {
         self.messages.extend(other.messages);
         self.parts.extend(other.parts);
         self.records.extend(other.records);
+        self.usage.extend(other.usage);
         self.skips.extend(other.skips);
         for (kind, n) in other.skipped {
             *self.skipped.entry(kind).or_default() += n;
@@ -282,6 +359,7 @@ impl FileBatch {
             && self.messages.is_empty()
             && self.parts.is_empty()
             && self.records.is_empty()
+            && self.usage.is_empty()
     }
 
     /// Approximate bytes held, to decide when to flush.
@@ -299,7 +377,7 @@ impl FileBatch {
             })
             .sum();
         let r: usize = self.records.iter().map(|r| 96 + r.raw.len()).sum();
-        m + p + r
+        m + p + r + self.usage.len() * 256
     }
 }
 

@@ -21,7 +21,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 
 use crate::common::Common;
-use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
+use crate::model::{tokens, FileBatch, MessageRow, Origin, PartRow, Role, UsageRow};
 use crate::source::{Database, DbSession, RecordParser, Rows, Source, SourceFile, Tree, Unit};
 use crate::sqlite::{push_string, row_bytes_sql, row_json};
 use crate::text::{join_search, str_field};
@@ -310,6 +310,13 @@ impl OpenCodeParser {
             // Ids are OpenCode's own, one row per message.
             ..c.message(id, ts, role, self.source_agent(), line_no, Origin::Own)
         };
+        if let Some(t) = data
+            .get("tokens")
+            .filter(|t| t.is_object() && role == Role::Assistant)
+        {
+            out.usage
+                .push(usage(c, &m, t, data.get("cost").and_then(Value::as_f64)));
+        }
         let mut parts = Vec::new();
         let mut said = Vec::new();
         for p in v
@@ -339,6 +346,31 @@ impl OpenCodeParser {
         };
         out.push_message(m, parts);
         format!("message/{role_name}")
+    }
+}
+
+/// An answer's `tokens {input, output, reasoning, cache {read, write}}` and the `cost`
+/// OpenCode recorded for it. OpenCode counts reasoning apart from output (and charges it
+/// at the output price): added to `output` here, where every client's output includes it.
+fn usage(c: &Common, m: &MessageRow, t: &Value, cost: Option<f64>) -> UsageRow {
+    let cache = t.get("cache").unwrap_or(&Value::Null);
+    let reasoning = tokens(t, "reasoning");
+    UsageRow {
+        message_id: Some(m.id.clone()),
+        model: m.model.clone(),
+        input: tokens(t, "input"),
+        output: tokens(t, "output") + reasoning,
+        cache_write: tokens(cache, "write"),
+        cache_read: tokens(cache, "read"),
+        reasoning,
+        cost_usd: cost,
+        ..UsageRow::of(
+            c,
+            format!("{}:{}", m.session_id, m.id),
+            m.timestamp,
+            &m.source_agent,
+            m.source_line,
+        )
     }
 }
 

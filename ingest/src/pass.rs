@@ -40,6 +40,8 @@ impl<'a> Pass<'a> {
             last_ts: cursor.last_ts,
             fallback_ts,
             held: false,
+            model: cursor.model.clone(),
+            usage_total: cursor.usage_total,
         };
         let kind = match cursor.format.as_deref() {
             Some(f) => Source::parse(f),
@@ -222,6 +224,8 @@ impl<'a> Pass<'a> {
         cursor.project.clone_from(&s.project);
         cursor.last_ts = self.common.last_ts;
         cursor.held = self.common.held;
+        cursor.model.clone_from(&self.common.model);
+        cursor.usage_total = self.common.usage_total;
         // A file with no recognisable session keeps its records (session_id null) only.
         if !s.id.is_empty() && self.parser.is_some() && self.records > 0 {
             s.source_agent = source_agent.to_owned();
