@@ -15,6 +15,7 @@
 
 mod choice;
 pub mod footprint;
+pub mod grep;
 pub mod job;
 pub mod sync;
 

@@ -1,9 +1,10 @@
-//! Index maintenance: the BM25 inverted index on `messages.search_text`, and scalar
-//! (B-tree) indexes on the columns that get and filters look up by.
+//! Index maintenance: the BM25 inverted index on `messages.search_text`, scalar (B-tree)
+//! indexes on the columns that get and filters look up by, and the n-gram indexes on the
+//! parts' text and body that exact and regex search look literals up in.
 
 use lance::index::DatasetIndexExt;
 use lance_index::optimize::OptimizeOptions;
-use lance_index::scalar::{InvertedIndexParams, ScalarIndexParams};
+use lance_index::scalar::{BuiltinIndexType, InvertedIndexParams, ScalarIndexParams};
 use lance_index::IndexType;
 use serde::Serialize;
 
@@ -20,6 +21,30 @@ const SCALAR_INDEXES: [(&str, &str, &str); 4] = [
     (MESSAGES, "timestamp", "messages_timestamp_btree"),
     (PARTS, "session_id", "parts_session_btree"),
 ];
+
+/// N-gram indexes (Lance's `NGRAM`: the trigrams of ASCII letters and digits, lowercased
+/// and accent-folded, each with the rows holding it) on `parts`: (column, index name).
+/// `text` holds prose, thinking and tool output; `body` tool input and other JSON.
+pub const NGRAM_INDEXES: [(&str, &str); 2] =
+    [("text", "parts_text_ngram"), ("body", "parts_body_ngram")];
+
+/// Every index besides the full-text one: (dataset, column, name, kind).
+fn scalar_indexes() -> impl Iterator<Item = (&'static str, &'static str, &'static str, IndexType)> {
+    let btrees = SCALAR_INDEXES
+        .iter()
+        .map(|(table, col, name)| (*table, *col, *name, IndexType::BTree));
+    let ngrams = NGRAM_INDEXES
+        .iter()
+        .map(|(col, name)| (PARTS, *col, *name, IndexType::NGram));
+    btrees.chain(ngrams)
+}
+
+fn scalar_params(kind: IndexType) -> ScalarIndexParams {
+    match kind {
+        IndexType::NGram => ScalarIndexParams::for_builtin(BuiltinIndexType::NGram),
+        _ => ScalarIndexParams::default(),
+    }
+}
 
 async fn index_names(ds: &lance::Dataset) -> Result<Vec<String>> {
     Ok(ds
@@ -131,19 +156,13 @@ async fn ensure_scalar(
     report: &mut IndexReport,
 ) -> Result<()> {
     let existing = index_names(ds).await?;
-    for (_, col, name) in SCALAR_INDEXES.iter().filter(|i| i.0 == table) {
+    for (_, col, name, kind) in scalar_indexes().filter(|i| i.0 == table) {
         if existing.iter().any(|e| e == name) {
             stale |= appended;
             continue;
         }
-        ds.create_index(
-            &[col],
-            IndexType::BTree,
-            Some((*name).into()),
-            &ScalarIndexParams::default(),
-            true,
-        )
-        .await?;
+        ds.create_index(&[col], kind, Some(name.into()), &scalar_params(kind), true)
+            .await?;
         report.created += 1;
     }
     if stale {
@@ -203,11 +222,7 @@ pub async fn rebuild(
         todo.push((MESSAGES, "search_text", FTS_INDEX, IndexType::Inverted));
     }
     if scalar {
-        todo.extend(
-            SCALAR_INDEXES
-                .iter()
-                .map(|(table, col, name)| (*table, *col, *name, IndexType::BTree)),
-        );
+        todo.extend(scalar_indexes());
     }
     for (table, col, name, kind) in todo {
         let Some(mut ds) = store.latest(table).await? else {
@@ -218,7 +233,7 @@ pub async fn rebuild(
         let started = std::time::Instant::now();
         let params: Box<dyn lance_index::IndexParams> = match kind {
             IndexType::Inverted => Box::new(fts_params()),
-            _ => Box::new(ScalarIndexParams::default()),
+            kind => Box::new(scalar_params(kind)),
         };
         ds.create_index(&[col], kind, Some(name.into()), params.as_ref(), true)
             .await?;

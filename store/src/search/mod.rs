@@ -4,6 +4,7 @@
 //! `fts` ranks in Lance, `crate::vectors` is the vector arm, `fusion` merges them, `snippet`
 //! cuts the window; this module checks the request, runs the arms and presents the hits.
 
+pub mod exact;
 mod fts;
 mod fusion;
 pub mod query;
@@ -64,6 +65,10 @@ pub enum SearchMode {
     Vector,
     /// Both, fused ([`HYBRID_FUSION`]).
     Hybrid,
+    /// The text as it is, in every part (tool calls and results too): [`exact`].
+    Exact,
+    /// A regular expression, in every part: [`exact`].
+    Regex,
 }
 
 impl Choice for SearchMode {
@@ -71,6 +76,8 @@ impl Choice for SearchMode {
         ("fts", SearchMode::Fts),
         ("vector", SearchMode::Vector),
         ("hybrid", SearchMode::Hybrid),
+        ("exact", SearchMode::Exact),
+        ("regex", SearchMode::Regex),
     ];
     const SCHEMA_NAME: &'static str = "Mode";
 }
@@ -78,7 +85,13 @@ impl Choice for SearchMode {
 impl SearchMode {
     /// Whether the query must be embedded first.
     pub fn needs_vector(self) -> bool {
-        self != SearchMode::Fts
+        matches!(self, SearchMode::Vector | SearchMode::Hybrid)
+    }
+
+    /// Whether the query is a literal text or a regex found in every part
+    /// ([`exact::grep`], in a worker), not words ranked here.
+    pub fn is_literal(self) -> bool {
+        matches!(self, SearchMode::Exact | SearchMode::Regex)
     }
 }
 
@@ -234,6 +247,11 @@ async fn search_once(
             let (text, in_scope) = fts(Combine::All, arm).await?;
             let (near, _) = vectors::nearest(store, &v.model, &v.vector, filters, arm).await?;
             (fuse(HYBRID_FUSION, &[&text, &near]), in_scope)
+        }
+        SearchMode::Exact | SearchMode::Regex => {
+            return Err(StoreError::InvalidQuery(
+                "exact and regex search run as a grep job (search::exact::grep)".into(),
+            ))
         }
     };
     let mut results = present(store, &ds, query, req, ranked, in_scope).await?;
