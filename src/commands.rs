@@ -401,7 +401,7 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
                 timeout_ms: timeout * 1000,
                 reveal_secrets: out.reveal_secrets,
             };
-            let result = front.sql(job, Duration::from_secs(timeout + 5)).await?;
+            let result = front.sql(job).await?;
             out.print(&format!("{}\n", result.text.trim_end()));
             eprintln!("{}", result.footer);
             Ok(())

@@ -36,6 +36,10 @@ pub type Error = JobError;
 /// Where an operation's progress goes (a CLI's progress bar), if anywhere.
 pub type ProgressSink = Option<UnboundedSender<Progress>>;
 
+/// How long after a SQL query's own timeout its worker is killed: the query's graceful end
+/// (an error naming the timeout) comes first, the kill only for a plan that never yields.
+pub const SQL_KILL_GRACE: Duration = Duration::from_secs(5);
+
 /// When a sync embeds what it added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EmbedAfter {
@@ -189,11 +193,12 @@ impl Front {
         .await
     }
 
-    /// One read-only query in the sql worker, killed at `deadline` (its own timeout comes
-    /// first: the deadline is for a query that does not yield).
-    pub async fn sql(&self, job: SqlJob, deadline: Duration) -> Result<SqlOutput, Error> {
+    /// One read-only query in the sql worker. Its own timeout (`job.timeout_ms`) ends it
+    /// gracefully; the worker is killed [`SQL_KILL_GRACE`] later, for a query that does not
+    /// yield. One rule for every front end.
+    pub async fn sql(&self, job: SqlJob) -> Result<SqlOutput, Error> {
         let opts = JobOptions {
-            deadline: Some(deadline),
+            deadline: Some(Duration::from_millis(job.timeout_ms) + SQL_KILL_GRACE),
             ..JobOptions::default()
         };
         op(

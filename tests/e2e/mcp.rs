@@ -286,7 +286,7 @@ fn mcp_killed_sql_worker_fails_the_call_fast_and_the_next_call_works() {
 }
 
 #[test]
-fn mcp_runaway_sql_is_killed_at_its_timeout_and_the_front_does_not_grow() {
+fn mcp_runaway_sql_ends_at_its_timeout_and_the_front_does_not_grow() {
     let env = synced();
     runtime().block_on(async {
         let c = connect(&env, &[]).await;
@@ -299,11 +299,15 @@ fn mcp_runaway_sql_is_killed_at_its_timeout_and_the_front_does_not_grow() {
             .mistake("pond_sql", json!({"query": RUNAWAY, "timeout_seconds": 2}))
             .await;
         let took = started.elapsed();
-        assert!(t.contains("deadline of 2 s") && t.contains("killed"), "{t}");
+        // The rule the CLI keeps too (`Front::sql`): the query's own timeout ends it, the
+        // worker is killed only if it has not answered 5 s later.
+        let graceful = t.contains("timed out after 2 s");
+        let killed = t.contains("deadline of 7 s") && t.contains("killed");
+        assert!(graceful || killed, "{t}");
         assert!(t.contains("Narrow the query"), "{t}");
-        assert!(took < Duration::from_secs(5), "stopped after {took:?}");
+        assert!(took < Duration::from_secs(9), "stopped after {took:?}");
         assert!(
-            wait_for(2.0, || !alive(worker)),
+            wait_for(5.0, || !alive(worker)),
             "the runaway worker is gone"
         );
         let after = footprint_kib(c.pid);

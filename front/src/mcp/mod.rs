@@ -7,7 +7,6 @@
 //! protocol error: hosts treat those as a broken server. An error that is not the caller's
 //! says so. Every answer is bounded text ending in a totals line.
 
-use std::time::Duration;
 
 use pond_protocol::job::SqlJob;
 use pond_protocol::ErrorKind;
@@ -225,7 +224,7 @@ impl PondServer {
             reveal_secrets: false,
         };
         let _turn = self.client.sql_turn().await;
-        match self.front.sql(job, Duration::from_secs(timeout_s)).await {
+        match self.front.sql(job).await {
             Ok(out) => Ok(format!("{}\n{}\n", out.text.trim_end(), out.footer)),
             Err(e) => Err(explain(e, &SQL_HINTS)),
         }
