@@ -11,11 +11,12 @@ use anyhow::Result;
 use pond_front::model::ModelSource;
 use pond_front::{install, render, AutoSync, EmbedAfter, Front, ProgressSink};
 use pond_ingest::SourceKind;
+use pond_protocol::grep::GrepJob;
 use pond_protocol::job::{ForgetRequest, RebuildRequest, RestoreRequest, SqlJob};
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::Progress;
 use pond_store::get::{self, PageFrom, PageRequest};
-use pond_store::search::{self, SearchFilters, SearchRequest};
+use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest};
 use pond_store::sessions::SessionsRequest;
 use pond_store::sql::SqlLimits;
 
@@ -312,8 +313,44 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             to,
             limit,
             sort,
+            case_sensitive,
+            no_tools,
+            offset,
+            timeout_seconds,
             json,
         } => {
+            let given: Vec<&str> = [
+                ("--case-sensitive", case_sensitive),
+                ("--no-tools", no_tools),
+                ("--offset", offset.is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(name, set)| set.then_some(name))
+            .collect();
+            pond_front::ops::check_grep_options(mode, &given)?;
+            if mode.is_literal() {
+                let job = GrepJob {
+                    pattern: query,
+                    regex: mode == SearchMode::Regex,
+                    case_sensitive,
+                    include_tools: !no_tools,
+                    project,
+                    session_id: session,
+                    source_agent: agent,
+                    role,
+                    from_ms: from.as_deref().map(search::parse_date).transpose()?,
+                    to_ms: to.as_deref().map(search::parse_end_date).transpose()?,
+                    limit: limit as u64,
+                    offset: offset.unwrap_or(0),
+                    timeout_ms: timeout_seconds.max(1) * 1000,
+                    reveal_secrets: out.reveal_secrets,
+                };
+                let results = front.grep(job).await?;
+                out.emit(json, &results, |r| {
+                    render::grep::results(r, |n| format!("--offset {n}"))
+                });
+                return Ok(());
+            }
             let req = SearchRequest {
                 query,
                 filters: SearchFilters {

@@ -202,15 +202,19 @@ pub(crate) enum Command {
         #[arg(long)]
         no_embed: bool,
     },
-    /// Search user and assistant messages: full-text (default), vector or hybrid
+    /// Search user and assistant messages: full-text (default), vector or hybrid; or every
+    /// part, tool calls and results too, for exact text or a regex
     Search {
         /// Words to find, all of them (a query finding nothing is loosened to any, and says
         /// so); "exact phrase"; -word or NOT word to exclude; a OR b; prefix*; word~ for
         /// spellings within two edits; filters project:NAME client:NAME role:user
-        /// session:ID after:DATE (or since:) before:DATE to:DATE, as the options below
+        /// session:ID after:DATE (or since:) before:DATE to:DATE, as the options below.
+        /// With --mode exact or regex: the text or regex as it is (no syntax, no inline
+        /// filters)
         query: String,
-        /// fts (BM25), vector (needs a model: `pond model import|fetch`, then `pond embed`)
-        /// or hybrid (both, fused)
+        /// fts (BM25), vector (needs a model: `pond model import|fetch`, then `pond embed`),
+        /// hybrid (both, fused), exact (the text as it is, e.g. ERR_PNPM_OUTDATED_LOCKFILE
+        /// or src/a.rs:240, newest first) or regex (the regex crate's syntax, newest first)
         #[arg(long, value_parser = choice::<SearchMode>(), default_value = "fts")]
         mode: SearchMode,
         /// Only projects whose path contains this, in any case (`Shop` matches /home/a/shop)
@@ -240,6 +244,19 @@ pub(crate) enum Command {
         limit: usize,
         #[arg(long, value_parser = choice::<SortBy>(), default_value = "relevance")]
         sort: SortBy,
+        /// exact: match case (by default exact text matches in any case; a regex says
+        /// (?i) itself)
+        #[arg(long)]
+        case_sensitive: bool,
+        /// exact and regex: leave out tool calls and tool results (looked in by default)
+        #[arg(long)]
+        no_tools: bool,
+        /// exact and regex: skip this many matching messages (the next page)
+        #[arg(long)]
+        offset: Option<u64>,
+        /// exact and regex: stop checking candidates after this many seconds
+        #[arg(long, default_value_t = pond_front::ops::GREP_TIMEOUT_S)]
+        timeout_seconds: u64,
         #[arg(long)]
         json: bool,
     },

@@ -11,6 +11,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use pond_protocol::grep::{GrepJob, GrepResults};
 use pond_protocol::job::{
     BackfillReport, BackfillRequest, EmbedJob, ForgetReport, ForgetRequest, RebuildReport,
     RebuildRequest, RestoreReport, RestoreRequest, SqlJob, SqlOutput,
@@ -55,6 +56,25 @@ pub enum EmbedAfter {
 pub struct Synced {
     pub report: SyncReport,
     pub embedded: Option<Result<BackfillReport, Error>>,
+}
+
+/// How long an exact or regex search checks candidates, by default (SQL's default timeout);
+/// its worker is killed [`GREP_GRACE`] later.
+pub const GREP_TIMEOUT_S: u64 = 30;
+pub const GREP_GRACE: Duration = Duration::from_secs(5);
+
+/// Refuse options that only exact and regex search read (`given`: their names, when set)
+/// with another mode, saying which modes read them.
+pub fn check_grep_options(mode: search::SearchMode, given: &[&str]) -> Result<(), Error> {
+    match given.first() {
+        Some(name) if !mode.is_literal() => Err(Error::new(
+            ErrorKind::Invalid,
+            format!(
+                "{name} is for exact and regex search: add mode exact or regex, or leave it out"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The front: the store, where jobs run, and what the background sync last did.
@@ -134,6 +154,25 @@ impl Front {
                 None
             };
             Ok(search::search(&self.store, req, vector.as_ref()).await?)
+        })
+        .await
+    }
+
+    /// Exact or regex search (`search --mode exact|regex`) in the sql worker: the indexes
+    /// give candidates, the worker checks the pattern on them within the job's timeout and
+    /// the sql worker's memory budget, and is killed [`GREP_GRACE`] after it (for a job
+    /// that does not yield). Only the page comes back.
+    pub async fn grep(&self, mut job: GrepJob) -> Result<GrepResults, Error> {
+        let deadline = Duration::from_millis(job.timeout_ms) + GREP_GRACE;
+        op("grep", |r: &GrepResults| r.hits as usize, async {
+            if let Some(id) = &job.session_id {
+                job.session_id = Some(get::resolve_session_id(&self.store, id).await?);
+            }
+            let opts = JobOptions {
+                deadline: Some(deadline),
+                ..JobOptions::default()
+            };
+            self.runner.call(job, opts).await
         })
         .await
     }

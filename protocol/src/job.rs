@@ -9,6 +9,7 @@
 use ipc_channel::ipc::IpcSender;
 use serde::{Deserialize, Serialize};
 
+use crate::grep::{GrepJob, GrepResults};
 use crate::sync::{SyncProgress, SyncReport, SyncRequest};
 
 /// What a worker process is for. One actor in the front manages each kind.
@@ -109,13 +110,15 @@ pub enum Job {
     Forget(ForgetRequest),
     /// Write a session's source files back from `records` (`pond restore`).
     Restore(RestoreRequest),
+    /// Exact or regex search over every part (in the sql worker: its deadline and budget).
+    Grep(Box<GrepJob>),
 }
 
 impl Job {
     /// The kind of worker that runs this job.
     pub fn kind(&self) -> WorkerKind {
         match self {
-            Job::Ping | Job::Sql(_) | Job::Restore(_) => WorkerKind::Sql,
+            Job::Ping | Job::Sql(_) | Job::Restore(_) | Job::Grep(_) => WorkerKind::Sql,
             Job::Sync(_) => WorkerKind::Sync,
             Job::Rebuild(_) | Job::Forget(_) => WorkerKind::Index,
             Job::Embed(_) | Job::Backfill(_) => WorkerKind::Embed,
@@ -158,6 +161,20 @@ request!(EmbedJob, Embed => Vectors(Vectors));
 request!(BackfillRequest, Backfill => Backfill(BackfillReport));
 request!(ForgetRequest, Forget => Forget(ForgetReport));
 request!(RestoreRequest, Restore => Restore(RestoreReport));
+
+/// [`Job::Grep`] as a [`Request`] (boxed in the job: the largest request by far).
+impl Request for GrepJob {
+    type Reply = GrepResults;
+    fn into_job(self) -> Job {
+        Job::Grep(Box::new(self))
+    }
+    fn reply(out: Output) -> Result<GrepResults, Output> {
+        match out {
+            Output::Grep(r) => Ok(r),
+            other => Err(other),
+        }
+    }
+}
 
 /// [`Job::Ping`] as a [`Request`].
 #[derive(Debug, Clone, Copy)]
@@ -341,6 +358,7 @@ pub enum Output {
     Backfill(BackfillReport),
     Forget(ForgetReport),
     Restore(RestoreReport),
+    Grep(GrepResults),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

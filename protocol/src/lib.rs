@@ -26,4 +26,4 @@ pub use job::{
 };
 
 /// Bumped whenever a type in this crate changes shape.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;

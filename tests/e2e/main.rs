@@ -8,6 +8,7 @@ mod common;
 mod config;
 mod corpus;
 mod embed;
+mod exact;
 mod faults;
 mod forget;
 mod hardening;

@@ -177,6 +177,10 @@ async fn execute(
             Ok(Output::Forget(report))
         }
         Job::Sql(q) => run_sql(store, &q).await.map(Output::Sql),
+        Job::Grep(g) => pond_store::search::exact::grep(store, &g)
+            .await
+            .map(Output::Grep)
+            .map_err(JobError::from),
         Job::Restore(req) => {
             let mut report = crate::restore::run(store, &req)
                 .await

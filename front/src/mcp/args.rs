@@ -58,13 +58,29 @@ pub struct SearchArgs {
     /// finds nothing is loosened to any of its words, and the answer says so). Syntax:
     /// "exact phrase", -word or NOT word (exclude), a OR b, prefix*, word~ (spellings within
     /// two edits), and filters in the text: project:NAME client:NAME role:user session:ID
-    /// after:DATE before:DATE (DATE: YYYY-MM-DD, yesterday, 3d, 2w).
+    /// after:DATE before:DATE (DATE: YYYY-MM-DD, yesterday, 3d, 2w). With mode `exact` or
+    /// `regex`: the text or regular expression as it is (no syntax, no inline filters).
     pub query: String,
     /// `fts` (full-text, the default): exact words. `vector`: meaning, for paraphrases and
     /// concepts when you do not know the words used. `hybrid`: both, fused. `vector` and
     /// `hybrid` need the store's embedding model (`pond model fetch`, then `pond embed`).
+    /// `exact`: the text as it is, anywhere in a message, tool calls and tool results too:
+    /// identifiers, paths, error codes, hashes (e.g. ERR_PNPM_OUTDATED_LOCKFILE,
+    /// src/a.rs:240); any case unless `case_sensitive`. `regex`: a regular expression (Rust
+    /// regex syntax; `(?i)` for any case) that holds a literal of 3+ letters or digits, or a
+    /// narrow scope. Both list the newest matches first, with the matching line.
     #[schemars(with = "Option<Named<SearchMode>>")]
     pub mode: Option<SearchMode>,
+    /// `exact` only: match case (default false: any case).
+    #[serde(default)]
+    pub case_sensitive: Option<bool>,
+    /// `exact` and `regex` only: also look in tool calls (their input) and tool results
+    /// (their output). Default true.
+    #[serde(default)]
+    pub include_tools: Option<bool>,
+    /// `exact` and `regex` only: skip this many matching messages (the next page).
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub offset: Option<u64>,
     /// Only sessions whose project (working directory) contains this text, in any case, e.g.
     /// a repo name.
     #[serde(default)]

@@ -8,10 +8,11 @@
 //! says so. Every answer is bounded text ending in a totals line.
 
 
+use pond_protocol::grep::GrepJob;
 use pond_protocol::job::SqlJob;
 use pond_protocol::ErrorKind;
 use pond_store::get::{self, PageRequest};
-use pond_store::search::{self, SearchFilters, SearchRequest};
+use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest};
 use pond_store::sessions::{self, SessionsRequest};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -139,6 +140,40 @@ impl PondServer {
                 format!("{name}: {e}")
             })
         };
+        let mode = args.mode.unwrap_or_default();
+        let given: Vec<&str> = [
+            ("case_sensitive", args.case_sensitive.is_some()),
+            ("include_tools", args.include_tools.is_some()),
+            ("offset", args.offset.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect();
+        crate::ops::check_grep_options(mode, &given).map_err(|e| explain(e, &SEARCH_HINTS))?;
+        if mode.is_literal() {
+            let job = GrepJob {
+                pattern: args.query,
+                regex: mode == SearchMode::Regex,
+                case_sensitive: args.case_sensitive.unwrap_or(false),
+                include_tools: args.include_tools.unwrap_or(true),
+                project: args.project,
+                session_id: args.session_id,
+                source_agent: args.source_agent,
+                role: args.role,
+                from_ms: date(&args.from_date, "from_date", search::parse_date)?,
+                to_ms: date(&args.to_date, "to_date", search::parse_end_date)?,
+                limit: clamp(args.limit, 10, 1, SEARCH_MAX_LIMIT),
+                offset: args.offset.unwrap_or(0),
+                timeout_ms: crate::ops::GREP_TIMEOUT_S * 1000,
+                reveal_secrets: false,
+            };
+            // A scan in the sql worker: it takes this peer's SQL turn, as a query would.
+            let _turn = self.client.sql_turn().await;
+            return match self.front.grep(job).await {
+                Ok(r) => Ok(render::grep::results(&r, |n| format!("offset {n}"))),
+                Err(e) => Err(explain(e, &SEARCH_HINTS)),
+            };
+        }
         let req = SearchRequest {
             query: args.query,
             filters: SearchFilters {
@@ -151,7 +186,7 @@ impl PondServer {
             },
             sort: args.sort_by.unwrap_or_default(),
             limit: clamp(args.limit, 10, 1, SEARCH_MAX_LIMIT) as usize,
-            mode: args.mode.unwrap_or_default(),
+            mode,
             reveal_secrets: false,
         };
         match self.front.search(&req).await {

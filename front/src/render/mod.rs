@@ -17,6 +17,7 @@ use pond_store::get::{MessageContext, MessageView, SessionInfo, SessionPage};
 use pond_store::search::SearchResults;
 
 pub mod clock;
+pub mod grep;
 pub mod markdown;
 pub mod reports;
 pub mod sessions;
