@@ -14,6 +14,7 @@ use pond_ingest::SourceKind;
 use pond_protocol::grep::GrepJob;
 use pond_protocol::job::{ForgetRequest, RebuildRequest, RestoreRequest, SqlJob};
 use pond_protocol::sync::{SyncRequest, SyncSource};
+use pond_protocol::usage::UsageRequest;
 use pond_protocol::Progress;
 use pond_store::get::{self, PageFrom, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest};
@@ -216,14 +217,16 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             scalar,
             rowmap,
             vectors,
+            usage,
             json,
         } => {
-            let all = !(fts || scalar || rowmap || vectors);
+            let all = !(fts || scalar || rowmap || vectors || usage);
             let req = RebuildRequest {
                 fts: fts || all,
                 scalar: scalar || all,
                 rowmap: rowmap || all,
                 vectors: vectors || all,
+                usage,
             };
             let report = with_steps(|p| front.rebuild(req, p)).await?;
             out.emit(json, &report, render::reports::rebuilt);
@@ -441,6 +444,42 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
             let result = front.sql(job).await?;
             out.print(&format!("{}\n", result.text.trim_end()));
             eprintln!("{}", result.footer);
+            Ok(())
+        }
+        Command::Usage {
+            group,
+            since,
+            until,
+            client,
+            project,
+            model,
+            prices,
+            json,
+            csv,
+        } => {
+            let prices = match prices {
+                Some(p) => Some(std::fs::read_to_string(&p).map_err(|e| {
+                    anyhow::anyhow!("cannot read the price file {}: {e}", p.display())
+                })?),
+                None => None,
+            };
+            let req = UsageRequest {
+                group,
+                since_ms: since.as_deref().map(search::parse_date).transpose()?,
+                until_ms: until.as_deref().map(search::parse_end_date).transpose()?,
+                client,
+                project,
+                model,
+                utc: false,
+                prices,
+            };
+            let report = front.usage(req).await?;
+            if csv {
+                out.print(&render::usage::csv(&report));
+            } else {
+                let summary = render::usage::summary(&report);
+                out.emit(json, &summary, |_| render::usage::table(&report));
+            }
             Ok(())
         }
         Command::Status { json } => {

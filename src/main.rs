@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use pond_front::{Front, LocalJobs, Runner, WorkerCommand, Workers, WorkersConfig};
+use pond_protocol::usage::UsageGroup;
 use pond_protocol::{Choice, Format, WorkerKind};
 use pond_store::get::{self, PageFrom};
 use pond_store::search::{SearchMode, SortBy};
@@ -319,7 +320,38 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run one read-only SQL query (tables: sessions, messages, parts, records, files)
+    /// Tokens and cost of the whole history: by day (the default), week, month, session,
+    /// model, project or client, from every client that records them
+    Usage {
+        #[arg(value_parser = choice::<UsageGroup>(), default_value = "daily")]
+        group: UsageGroup,
+        /// Only calls from this date on, in the forms `pond search --from` takes
+        #[arg(long, visible_alias = "from")]
+        since: Option<String>,
+        /// Only calls up to this date, inclusive of its whole day
+        #[arg(long, visible_alias = "to")]
+        until: Option<String>,
+        /// Only this client's calls (claude-code includes its subagents)
+        #[arg(long)]
+        client: Option<String>,
+        /// Only projects whose path contains this, in any case
+        #[arg(long)]
+        project: Option<String>,
+        /// Only models whose name contains this, in any case
+        #[arg(long)]
+        model: Option<String>,
+        /// A price table (JSON, the format of pond's store/prices.json) whose models replace
+        /// or add to the built-in prices
+        #[arg(long, value_name = "FILE")]
+        prices: Option<PathBuf>,
+        /// Print the summary as JSON
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// Print one line per group and model as CSV
+        #[arg(long)]
+        csv: bool,
+    },
+    /// Run one read-only SQL query (tables: sessions, messages, parts, records, files, usage)
     Sql {
         query: String,
         #[arg(long, value_parser = choice::<Format>(), default_value = "table")]
@@ -421,6 +453,9 @@ pub(crate) enum Command {
         /// Only the vector index
         #[arg(long)]
         vectors: bool,
+        /// Only the token counts: every stored line read again for usage
+        #[arg(long)]
+        usage: bool,
         #[arg(long)]
         json: bool,
     },

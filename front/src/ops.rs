@@ -17,6 +17,7 @@ use pond_protocol::job::{
     RebuildRequest, RestoreReport, RestoreRequest, SqlJob, SqlOutput,
 };
 use pond_protocol::sync::{SyncReport, SyncRequest};
+use pond_protocol::usage::{UsageReport, UsageRequest};
 use pond_protocol::{ErrorKind, JobError, Progress};
 use pond_store::get::{self, MessageContext, PageRequest, SessionPage};
 use pond_store::search::{self, QueryVector, SearchRequest, SearchResults};
@@ -40,6 +41,9 @@ pub type ProgressSink = Option<UnboundedSender<Progress>>;
 /// How long after a SQL query's own timeout its worker is killed: the query's graceful end
 /// (an error naming the timeout) comes first, the kill only for a plan that never yields.
 pub const SQL_KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// How long `pond usage` may sum before its worker is killed.
+pub const USAGE_DEADLINE: Duration = Duration::from_secs(120);
 
 /// When a sync embeds what it added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,6 +323,27 @@ impl Front {
     }
 
     /// Rebuild the indexes `req` names in the index worker.
+    /// Tokens and cost summed over the store's `usage` (`pond usage`, `pond_usage`), in
+    /// the sql worker: the front receives the summary's lines only. Days are the zone's.
+    pub async fn usage(&self, mut req: UsageRequest) -> Result<UsageReport, Error> {
+        req.utc = pond_store::zone::is_utc();
+        if let Some(text) = &req.prices {
+            // A bad price file is the caller's to fix: said before a worker starts.
+            pond_store::prices::PriceTable::with_overrides(Some(text))?;
+        }
+        let opts = JobOptions {
+            deadline: Some(USAGE_DEADLINE),
+            ..JobOptions::default()
+        };
+        let report = op(
+            "usage",
+            |r| r.lines.len(),
+            self.runner.call(Box::new(req), opts),
+        )
+        .await?;
+        Ok(*report)
+    }
+
     pub async fn rebuild(
         &self,
         req: RebuildRequest,

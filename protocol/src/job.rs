@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::grep::{GrepJob, GrepResults};
 use crate::sync::{SyncProgress, SyncReport, SyncRequest};
+use crate::usage::{UsageReport, UsageRequest};
 
 /// What a worker process is for. One actor in the front manages each kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -112,13 +113,17 @@ pub enum Job {
     Restore(RestoreRequest),
     /// Exact or regex search over every part (in the sql worker: its deadline and budget).
     Grep(Box<GrepJob>),
+    /// Tokens and cost summed from the `usage` dataset (`pond usage`).
+    Usage(Box<UsageRequest>),
 }
 
 impl Job {
     /// The kind of worker that runs this job.
     pub fn kind(&self) -> WorkerKind {
         match self {
-            Job::Ping | Job::Sql(_) | Job::Restore(_) | Job::Grep(_) => WorkerKind::Sql,
+            Job::Ping | Job::Sql(_) | Job::Restore(_) | Job::Grep(_) | Job::Usage(_) => {
+                WorkerKind::Sql
+            }
             Job::Sync(_) => WorkerKind::Sync,
             Job::Rebuild(_) | Job::Forget(_) => WorkerKind::Index,
             Job::Embed(_) | Job::Backfill(_) => WorkerKind::Embed,
@@ -175,6 +180,7 @@ impl Request for GrepJob {
         }
     }
 }
+request!(Box<UsageRequest>, Usage => Usage(Box<UsageReport>));
 
 /// [`Job::Ping`] as a [`Request`].
 #[derive(Debug, Clone, Copy)]
@@ -244,6 +250,8 @@ pub struct RebuildRequest {
     pub rowmap: bool,
     /// Train the vector index afresh (when there are enough vectors for one).
     pub vectors: bool,
+    /// Read every stored line for token counts again (`usage` emptied and refilled).
+    pub usage: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -359,6 +367,7 @@ pub enum Output {
     Forget(ForgetReport),
     Restore(RestoreReport),
     Grep(GrepResults),
+    Usage(Box<UsageReport>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

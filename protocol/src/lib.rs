@@ -18,6 +18,7 @@ pub mod footprint;
 pub mod grep;
 pub mod job;
 pub mod sync;
+pub mod usage;
 
 pub use choice::Choice;
 pub use job::{
@@ -26,4 +27,4 @@ pub use job::{
 };
 
 /// Bumped whenever a type in this crate changes shape.
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;

@@ -65,6 +65,11 @@ pub struct SyncReport {
     pub messages_added: u64,
     pub parts_added: u64,
     pub records_added: u64,
+    /// Model calls whose token counts were stored (`usage`).
+    pub usage_added: u64,
+    /// Of those, the calls of lines stored before (a store's first sync since pond read
+    /// token counts fills them in from `records`).
+    pub usage_filled: u64,
     pub duplicate_messages: u64,
     pub duplicate_records: u64,
     /// Message lines stored as replayed copies of messages another session owns (a

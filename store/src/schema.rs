@@ -7,15 +7,17 @@
 //! | `parts`    | content block of a message | `message_id`, `ordinal`     |
 //! | `records`  | source line, verbatim      | `source_path`, `line`       |
 //! | `files`    | source file's ingest state | `path`                      |
+//! | `usage`    | model call's token counts  | `key`                       |
 
 use std::sync::{Arc, LazyLock};
 
 use arrow_array::builder::{
-    BooleanBuilder, StringBuilder, TimestampMillisecondBuilder, UInt32Builder, UInt64Builder,
+    BooleanBuilder, Float64Builder, StringBuilder, TimestampMillisecondBuilder, UInt32Builder,
+    UInt64Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use pond_ingest::{MessageRow, PartRow, RecordRow, SessionRow};
+use pond_ingest::{MessageRow, PartRow, RecordRow, SessionRow, UsageRow};
 
 use crate::error::Result;
 
@@ -24,8 +26,9 @@ pub const MESSAGES: &str = "messages";
 pub const PARTS: &str = "parts";
 pub const RECORDS: &str = "records";
 pub const FILES: &str = "files";
+pub const USAGE: &str = "usage";
 /// Every dataset, in the order a sync writes them.
-pub const ALL_TABLES: [&str; 5] = [MESSAGES, PARTS, RECORDS, SESSIONS, FILES];
+pub const ALL_TABLES: [&str; 6] = [MESSAGES, PARTS, RECORDS, USAGE, SESSIONS, FILES];
 
 fn ts() -> DataType {
     DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
@@ -109,6 +112,62 @@ pub static FILES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("synced_at", ts(), false),
     ]))
 });
+
+/// One row per model call (an API response, a Codex turn), its key stored once store-wide.
+/// Its own dataset rather than columns of `messages`: a Codex turn's counts are an event,
+/// not a message; one Claude response is several message lines, and counting a column
+/// repeated on each would need every reader to dedupe; and filling an older store appends
+/// here without rewriting `messages` (its row ids, row map and vectors stay).
+pub static USAGE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let tokens = |name: &str| Field::new(name, DataType::UInt64, false);
+    Arc::new(Schema::new(vec![
+        utf8("session_id", false),
+        utf8("message_id", true),
+        utf8("key", false),
+        Field::new("timestamp", ts(), false),
+        utf8("source_agent", false),
+        utf8("project", true),
+        utf8("model", true),
+        utf8("request_id", true),
+        tokens("input_tokens"),
+        tokens("output_tokens"),
+        tokens("cache_write_tokens"),
+        tokens("cache_read_tokens"),
+        tokens("reasoning_tokens"),
+        // What the client recorded, not computed: null where it recorded none.
+        Field::new("cost_usd", DataType::Float64, true),
+        utf8("source_path", false),
+        Field::new("source_line", DataType::UInt64, false),
+    ]))
+});
+
+pub fn usage_batch(rows: &[&UsageRow]) -> Result<RecordBatch> {
+    let mut cost = Float64Builder::new();
+    for r in rows {
+        cost.append_option(r.cost_usd);
+    }
+    batch(
+        &USAGE_SCHEMA,
+        vec![
+            strings(rows.iter().map(|r| Some(r.session_id.as_str()))),
+            strings(rows.iter().map(|r| r.message_id.as_deref())),
+            strings(rows.iter().map(|r| Some(r.key.as_str()))),
+            timestamps(rows.iter().map(|r| Some(r.timestamp))),
+            strings(rows.iter().map(|r| Some(r.source_agent.as_str()))),
+            strings(rows.iter().map(|r| r.project.as_deref())),
+            strings(rows.iter().map(|r| r.model.as_deref())),
+            strings(rows.iter().map(|r| r.request_id.as_deref())),
+            u64s(rows.iter().map(|r| r.input)),
+            u64s(rows.iter().map(|r| r.output)),
+            u64s(rows.iter().map(|r| r.cache_write)),
+            u64s(rows.iter().map(|r| r.cache_read)),
+            u64s(rows.iter().map(|r| r.reasoning)),
+            Arc::new(cost.finish()),
+            strings(rows.iter().map(|r| Some(r.source_path.as_str()))),
+            u64s(rows.iter().map(|r| r.source_line)),
+        ],
+    )
+}
 
 fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(schema.clone(), cols)?)

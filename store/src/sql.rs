@@ -25,7 +25,7 @@ use lance::datafusion::LanceTableProvider;
 use pond_protocol::Format;
 
 use crate::error::{Result, StoreError};
-use crate::schema::{FILES, MESSAGES, PARTS, RECORDS, SESSIONS};
+use crate::schema::{FILES, MESSAGES, PARTS, RECORDS, SESSIONS, USAGE};
 use crate::store::Store;
 use crate::{sql_caps, sql_mask};
 
@@ -200,12 +200,13 @@ impl Visitor for ReadOnlyGate {
 }
 
 /// The tables a query can name, and what each holds.
-pub const TABLES: [(&str, &str); 5] = [
+pub const TABLES: [(&str, &str); 6] = [
     (SESSIONS, "one row per session: id, parent_session_id, source_agent, project, created_at, updated_at, title, source_path, header"),
     (MESSAGES, "one row per message line of a session: session_id, id, timestamp, role, source_agent, project, search_text, searchable, model, source_path, source_line, origin (own, copied, sidechain), replayed (a copy of a message another session owns)"),
     (PARTS, "content blocks: session_id, message_id, ordinal, part_type, tool_name, call_id, is_error, text, body"),
     (RECORDS, "every source line verbatim: source_path, line, byte_offset, session_id, record_type, raw"),
     (FILES, "ingest state per source file: path, cursor (JSON), synced_at"),
+    (USAGE, "one row per model call (an API response, a Codex turn) with the tokens its client recorded, each call once: session_id (a subagent's calls count for its parent session), message_id, key, timestamp, source_agent, project, model, request_id, input_tokens (not read from a cache), output_tokens (reasoning included), cache_write_tokens, cache_read_tokens, reasoning_tokens, cost_usd (only where the client recorded it; pond usage prices the rest), source_path, source_line"),
 ];
 
 /// Run one read-only query. With `masked`, every table is read through its masked view

@@ -28,7 +28,7 @@ use crate::error::{Result, StoreError};
 use crate::owners::{Claim, Occurrences, Verdict};
 use crate::read::{primitive_col, session_rows, string_col};
 use crate::schema::{
-    self, sql_str, StoredMessage, ALL_TABLES, FILES, MESSAGES, PARTS, RECORDS, SESSIONS,
+    self, sql_str, StoredMessage, ALL_TABLES, FILES, MESSAGES, PARTS, RECORDS, SESSIONS, USAGE,
 };
 use crate::store::{Journal, Store, StoreLock, JOURNAL};
 
@@ -40,6 +40,8 @@ pub struct WriteStats {
     pub records: usize,
     pub duplicate_messages: usize,
     pub duplicate_records: usize,
+    /// Model calls whose token counts were stored (a call another line stored is not).
+    pub usage: usize,
     /// Message lines stored as replayed copies (another session's line owns the id),
     /// including owners this batch took over.
     pub replayed_messages: usize,
@@ -52,6 +54,7 @@ impl WriteStats {
         self.messages += o.messages;
         self.parts += o.parts;
         self.records += o.records;
+        self.usage += o.usage;
         self.duplicate_messages += o.duplicate_messages;
         self.duplicate_records += o.duplicate_records;
         self.replayed_messages += o.replayed_messages;
@@ -68,6 +71,12 @@ pub struct SyncWriter<'a> {
     sessions: HashMap<String, SessionRow>,
     /// Row ids of owners this transaction rewrote as replayed copies (their vectors go).
     demoted_row_ids: Vec<u64>,
+    /// The keys of the model calls stored (`crate::usage::Keys`), loaded on the first
+    /// write that has any.
+    usage_keys: Option<crate::usage::Keys>,
+    /// `usage` was emptied with the other derived datasets and is written again from every
+    /// stored line: once committed, it covers the store (`crate::usage::mark_filled`).
+    usage_refilled: bool,
     /// Whether this transaction restored datasets left by a dead sync.
     pub recovered: bool,
 }
@@ -84,32 +93,20 @@ impl<'a> SyncWriter<'a> {
             occurrences: None,
             sessions: HashMap::new(),
             demoted_row_ids: Vec::new(),
+            usage_keys: None,
+            usage_refilled: false,
             recovered,
         })
     }
 
     /// The cursor of every file synced before.
     pub async fn cursors(&self) -> Result<HashMap<String, FileCursor>> {
-        let mut out = HashMap::new();
-        let Some(ds) = self.store.latest(FILES).await? else {
-            return Ok(out);
-        };
-        let mut stream = ds
-            .scan()
-            .project(&["path", "cursor"])?
-            .try_into_stream()
-            .await?;
-        while let Some(b) = stream.try_next().await? {
-            let paths = string_col(&b, "path")?;
-            let cursors = string_col(&b, "cursor")?;
-            for i in 0..b.num_rows() {
-                out.insert(
-                    paths.value(i).to_owned(),
-                    serde_json::from_str(cursors.value(i))?,
-                );
-            }
-        }
-        Ok(out)
+        stored_cursors(self.store).await
+    }
+
+    /// The store lock this transaction holds.
+    pub fn lock(&self) -> &StoreLock {
+        &self.lock
     }
 
     async fn journal(&mut self) -> Result<()> {
@@ -159,8 +156,8 @@ impl<'a> SyncWriter<'a> {
         Ok(out)
     }
 
-    /// Empty `sessions`, `messages` and `parts` (in this transaction), so that the rows
-    /// written next re-derive them: how a store is upgraded, or repaired, from its
+    /// Empty `sessions`, `messages`, `parts` and `usage` (in this transaction), so that the
+    /// rows written next re-derive them: how a store is upgraded, or repaired, from its
     /// `records` without the source files. Vectors keep their message ids; their row ids
     /// are stale until `crate::vectors::rekey`.
     pub async fn reset_derived(&mut self) -> Result<()> {
@@ -169,11 +166,14 @@ impl<'a> SyncWriter<'a> {
             (SESSIONS, &*schema::SESSIONS_SCHEMA),
             (MESSAGES, &*schema::MESSAGES_SCHEMA),
             (PARTS, &*schema::PARTS_SCHEMA),
+            (USAGE, &*schema::USAGE_SCHEMA),
         ] {
             if self.store.exists(name) {
                 self.store.overwrite_empty(name, schema.clone()).await?;
             }
         }
+        self.usage_keys = Some(crate::usage::Keys::default());
+        self.usage_refilled = true;
         self.occurrences = None;
         self.sessions.clear();
         Ok(())
@@ -295,9 +295,21 @@ impl<'a> SyncWriter<'a> {
             })
             .collect();
 
+        let usage = match batch.usage.is_empty() {
+            true => Vec::new(),
+            false => {
+                if self.usage_keys.is_none() {
+                    self.usage_keys = Some(crate::usage::Keys::load(self.store).await?);
+                }
+                let keys = self.usage_keys.as_mut().expect("loaded above");
+                keys.fresh(&batch.usage)
+            }
+        };
+
         stats.messages = messages.len();
         stats.parts = parts.len();
         stats.records = records.len();
+        stats.usage = usage.len();
         // The three datasets at once: one dataset's write keeps about one core busy, and
         // with Lance's CPU pool sized for index builds (`indexes::size_build_threads`) the
         // three together cut a 200k-message sync's write phase by 18-23 % for up to 15 %
@@ -313,6 +325,11 @@ impl<'a> SyncWriter<'a> {
             self.store.append(PARTS, p),
             self.store.append(RECORDS, r),
         )?;
+        if !usage.is_empty() {
+            self.store
+                .append(USAGE, schema::usage_batch(&usage)?)
+                .await?;
+        }
         Ok(stats)
     }
 
@@ -334,6 +351,9 @@ impl<'a> SyncWriter<'a> {
             upsert(self.store, FILES, schema::files_batch(&rows, now)?, "path").await?;
         }
         std::fs::remove_file(self.store.root().join(JOURNAL))?;
+        if self.usage_refilled {
+            crate::usage::mark_filled(self.store)?;
+        }
         // A demoted owner's vector belonged to a row that is gone; search skips it either
         // way, this only reclaims it.
         crate::vectors::forget_rows(self.store, &self.demoted_row_ids).await?;
@@ -360,6 +380,30 @@ impl<'a> SyncWriter<'a> {
         rows.sort_by(|a, b| a.id.cmp(&b.id));
         upsert(self.store, SESSIONS, schema::sessions_batch(&rows)?, "id").await
     }
+}
+
+/// The cursor of every file a store holds lines of.
+pub async fn stored_cursors(store: &Store) -> Result<HashMap<String, FileCursor>> {
+    let mut out = HashMap::new();
+    let Some(ds) = store.latest(FILES).await? else {
+        return Ok(out);
+    };
+    let mut stream = ds
+        .scan()
+        .project(&["path", "cursor"])?
+        .try_into_stream()
+        .await?;
+    while let Some(b) = stream.try_next().await? {
+        let paths = string_col(&b, "path")?;
+        let cursors = string_col(&b, "cursor")?;
+        for i in 0..b.num_rows() {
+            out.insert(
+                paths.value(i).to_owned(),
+                serde_json::from_str(cursors.value(i))?,
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// Rewrite the stored owners of `ids` as replayed copies: read them, delete them, append

@@ -28,3 +28,4 @@ mod sessions;
 mod sync;
 mod times;
 mod trust;
+mod usage;

@@ -177,6 +177,10 @@ async fn execute(
             Ok(Output::Forget(report))
         }
         Job::Sql(q) => run_sql(store, &q).await.map(Output::Sql),
+        Job::Usage(req) => pond_store::usage::summarize(store, &req)
+            .await
+            .map(|r| Output::Usage(Box::new(r)))
+            .map_err(JobError::from),
         Job::Grep(g) => pond_store::search::exact::grep(store, &g)
             .await
             .map(Output::Grep)
@@ -207,10 +211,31 @@ async fn execute(
             // Re-derived messages need every index and the row map afresh.
             let all = repaired.rederived;
             let mut step = |name: &str| progress(Progress::Step(name.to_owned()));
+            let mut usage_step = None;
+            if req.usage || !pond_store::usage::is_filled(store) {
+                step("token counts (usage) from the stored lines");
+                let t = Instant::now();
+                if req.usage {
+                    pond_store::usage::reset(store, &lock)
+                        .await
+                        .map_err(JobError::from)?;
+                }
+                let cursors = pond_store::stored_cursors(store)
+                    .await
+                    .map_err(JobError::from)?;
+                let calls = crate::usage::fill(store, &lock, &cursors, &mut |_, _| {})
+                    .await
+                    .map_err(JobError::from)?;
+                usage_step = Some((
+                    format!("usage: {calls} model calls"),
+                    t.elapsed().as_millis() as u64,
+                ));
+            }
             let mut steps =
                 indexes::rebuild(store, &lock, req.fts || all, req.scalar || all, &mut step)
                     .await
                     .map_err(JobError::from)?;
+            steps.extend(usage_step);
             let mut rowmap_bytes = 0;
             if req.rowmap || all {
                 step("row map (messages.rmm)");

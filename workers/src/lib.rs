@@ -17,3 +17,4 @@ pub mod quarantine;
 pub mod repair;
 pub mod restore;
 pub mod sync;
+pub mod usage;

@@ -158,6 +158,29 @@ pub async fn apply(
     Ok(moved)
 }
 
+/// The files a store holds lines of, in the order a sync reads them (session files before
+/// subagent files, then by path).
+pub(crate) fn stored_files(
+    lines: &StoredLines,
+    cursors: &HashMap<String, FileCursor>,
+) -> Vec<SourceFile> {
+    let mut files: Vec<SourceFile> = lines
+        .by_file
+        .keys()
+        .map(|p| {
+            let kind = cursors
+                .get(p)
+                .and_then(|c| c.format.as_deref())
+                .and_then(Source::parse);
+            classify(key_path(p), kind)
+        })
+        .collect();
+    files.sort_by(|a, b| {
+        (a.is_subagent, a.path.as_os_str()).cmp(&(b.is_subagent, b.path.as_os_str()))
+    });
+    files
+}
+
 /// Re-derive sessions, messages and parts from every stored line: the derived datasets
 /// are emptied in `writer`'s transaction, then each file's lines go through the parsers
 /// again (session files before subagent files, as a sync reads them) and are written like
@@ -173,20 +196,7 @@ pub async fn rederive(
     let Some(lines) = StoredLines::index(store).await? else {
         return Ok((0, stats));
     };
-    let mut files: Vec<SourceFile> = lines
-        .by_file
-        .keys()
-        .map(|p| {
-            let kind = cursors
-                .get(p)
-                .and_then(|c| c.format.as_deref())
-                .and_then(Source::parse);
-            classify(key_path(p), kind)
-        })
-        .collect();
-    files.sort_by(|a, b| {
-        (a.is_subagent, a.path.as_os_str()).cmp(&(b.is_subagent, b.path.as_os_str()))
-    });
+    let files = stored_files(&lines, cursors);
     let mut pending = PendingBatch::default();
     for f in &files {
         let path = path_key(&f.path);

@@ -78,6 +78,19 @@ pub async fn run(
     let mut writer = SyncWriter::begin(store).await?;
     report.recovered_interrupted_sync = writer.recovered;
     let mut cursors = writer.cursors().await?;
+    // Token counts of the lines stored before pond read them, before this sync's journal
+    // (the fill commits as it goes). An outdated store is re-derived whole below instead.
+    if !pond_store::usage::is_filled(store) && !store.outdated().await? {
+        let mut each = |files_done, files_total| {
+            progress(SyncProgress {
+                files_done,
+                files_total,
+                ..SyncProgress::default()
+            })
+        };
+        report.usage_filled = crate::usage::fill(store, writer.lock(), &cursors, &mut each).await?;
+        report.usage_added += report.usage_filled;
+    }
 
     let mut files = Vec::new();
     let mut seen_paths = HashSet::new();
@@ -526,6 +539,7 @@ async fn flush(
     report.messages_added += stats.messages as u64;
     report.parts_added += stats.parts as u64;
     report.records_added += stats.records as u64;
+    report.usage_added += stats.usage as u64;
     report.duplicate_messages += stats.duplicate_messages as u64;
     report.duplicate_records += stats.duplicate_records as u64;
     report.replayed_messages += stats.replayed_messages as u64;

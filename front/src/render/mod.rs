@@ -22,6 +22,7 @@ pub mod markdown;
 pub mod reports;
 pub mod sessions;
 pub mod status;
+pub mod usage;
 
 pub use clock::time;
 pub use reports::counts;
