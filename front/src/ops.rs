@@ -63,9 +63,8 @@ pub struct Synced {
 }
 
 /// How long an exact or regex search checks candidates, by default (SQL's default timeout);
-/// its worker is killed [`GREP_GRACE`] later.
+/// its worker is killed [`SQL_KILL_GRACE`] later, as a query's is.
 pub const GREP_TIMEOUT_S: u64 = 30;
-pub const GREP_GRACE: Duration = Duration::from_secs(5);
 
 /// Refuse options that only exact and regex search read (`given`: their names, when set)
 /// with another mode, saying which modes read them.
@@ -164,10 +163,10 @@ impl Front {
 
     /// Exact or regex search (`search --mode exact|regex`) in the sql worker: the indexes
     /// give candidates, the worker checks the pattern on them within the job's timeout and
-    /// the sql worker's memory budget, and is killed [`GREP_GRACE`] after it (for a job
+    /// the sql worker's memory budget, and is killed [`SQL_KILL_GRACE`] after it (for a job
     /// that does not yield). Only the page comes back.
     pub async fn grep(&self, mut job: GrepJob) -> Result<GrepResults, Error> {
-        let deadline = Duration::from_millis(job.timeout_ms) + GREP_GRACE;
+        let deadline = Duration::from_millis(job.timeout_ms) + SQL_KILL_GRACE;
         op("grep", |r: &GrepResults| r.hits as usize, async {
             if let Some(id) = &job.session_id {
                 job.session_id = Some(get::resolve_session_id(&self.store, id).await?);
