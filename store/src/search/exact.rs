@@ -5,7 +5,7 @@
 //! Indexed, then checked: Lance's n-gram indexes on `parts.text` and `parts.body`
 //! ([`crate::indexes`]; trigrams of ASCII letters and digits, lowercased and accent-folded)
 //! give the parts that hold every trigram of the literals a match needs (the exact text, or
-//! the fragments [`Need`] reads from a regex's syntax); the pattern then runs (the `regex`
+//! the fragments `Need` reads from a regex's syntax); the pattern then runs (the `regex`
 //! crate: linear time, size-capped) on those candidates only, newest message first, until
 //! the page is full. A pattern with no literal the index can look up (under three letters or
 //! digits, only punctuation, only CJK) is checked on every part of its scope, which must
@@ -45,7 +45,7 @@ pub const MAX_PATTERN_BYTES: usize = 1024;
 /// is refused, not built.
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// A pattern the index cannot narrow is checked on every part of its scope, which may hold
-/// at most this many messages ([`scan_max_messages`]).
+/// at most this many messages (`POND_GREP_SCAN_MAX_MESSAGES` overrides it).
 pub const SCAN_MAX_MESSAGES: usize = 50_000;
 
 /// [`SCAN_MAX_MESSAGES`], or `POND_GREP_SCAN_MAX_MESSAGES` (tests refuse a scan of a few).
