@@ -131,7 +131,8 @@ fn mcp_lists_and_calls_every_tool_and_resource() {
                 "pond_get_session",
                 "pond_search",
                 "pond_sessions",
-                "pond_sql"
+                "pond_sql",
+                "pond_usage"
             ]
         );
         for t in &tools {

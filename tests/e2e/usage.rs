@@ -17,7 +17,7 @@ const MAIN: &str = r#"{"type":"user","uuid":"a1","sessionId":"AAAA","timestamp":
 "#;
 
 const SUB: &str = r#"{"type":"assistant","uuid":"a2","sessionId":"AAAA","isSidechain":true,"requestId":"r1","timestamp":"2026-03-01T10:00:01Z","message":{"id":"m1","role":"assistant","model":"claude-opus-4-6","content":[{"type":"thinking","thinking":"sum"}],"usage":{"input_tokens":100,"output_tokens":10,"cache_creation_input_tokens":1000,"cache_read_input_tokens":20000}}}
-{"type":"assistant","uuid":"s1","sessionId":"AAAA","isSidechain":true,"requestId":"r9","timestamp":"2026-03-01T10:02:00Z","message":{"id":"m9","role":"assistant","model":"local-model-7b","content":[{"type":"text","text":"searched"}],"usage":{"input_tokens":7,"output_tokens":3}}}
+{"type":"assistant","uuid":"s1","sessionId":"AAAA","isSidechain":true,"cwd":"/w/shop","requestId":"r9","timestamp":"2026-03-01T10:02:00Z","message":{"id":"m9","role":"assistant","model":"local-model-7b","content":[{"type":"text","text":"searched"}],"usage":{"input_tokens":7,"output_tokens":3}}}
 "#;
 
 /// Codex (gpt-5): two turns on 2026-03-02, the first count written twice; the second
@@ -127,6 +127,31 @@ fn usage_counts_each_call_once_per_client_and_prices_what_it_can() {
     assert_eq!(codex_only["rows"].as_array().unwrap().len(), 1);
     let csv = env.ok(&["usage", "model", "--csv"]);
     assert!(csv.starts_with("group,model,input_tokens"), "{csv}");
+    // An agent asks over MCP: the same numbers, and the schema resource names the table.
+    crate::mcp::runtime().block_on(async {
+        let c = crate::mcp::connect(&env, &[]).await;
+        let shop = c
+            .ok(
+                "pond_usage",
+                serde_json::json!({"project": "shop", "from_date": "2026-03-01", "format": "json"}),
+            )
+            .await;
+        let shop: serde_json::Value = serde_json::from_str(&shop).unwrap();
+        assert_eq!(tokens(&shop["totals"]), tokens(&rows[0]), "{shop:#}");
+        let table = c
+            .ok("pond_usage", serde_json::json!({"group": "model"}))
+            .await;
+        assert!(
+            table.contains("claude-opus-4-6") && table.contains("gpt-5"),
+            "{table}"
+        );
+        let e = c
+            .mistake("pond_usage", serde_json::json!({"group": "yearly"}))
+            .await;
+        assert!(e.contains("daily"), "{e}");
+        let schema = c.resource("pond://schema").await;
+        assert!(schema.contains("## usage\n") && schema.contains("`cache_read_tokens`"));
+    });
 
     // Forgetting the Claude session takes its calls (its subagent's too) with it.
     env.ok(&["forget", "--session", "AAAA", "--yes"]);

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
+use pond_protocol::usage::UsageGroup;
 use pond_protocol::{Choice, Format};
 use pond_store::get::PageFrom;
 use pond_store::search::{SearchMode, SortBy};
@@ -197,7 +198,8 @@ pub struct SessionsArgs {
     /// forms pond_search's `to_date` takes.
     #[serde(default)]
     pub to_date: Option<String>,
-    /// Sessions to return, 1-50 (default 20).
+    /// Sessions to return, 1-50 (default 20); a number out of range is taken as the
+    /// nearest, 0 as 1 and more than 50 as 50, as pond_search takes its limit.
     #[serde(default, deserialize_with = "lenient::count")]
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u64>,
@@ -205,6 +207,37 @@ pub struct SessionsArgs {
     /// names.
     #[serde(default, deserialize_with = "lenient::count")]
     pub offset: Option<u64>,
+}
+
+/// pond_usage arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UsageArgs {
+    /// What a row is: `daily` (default), `weekly`, `monthly`, `session`, `model`,
+    /// `project` or `client`.
+    #[serde(default)]
+    #[schemars(with = "Option<Named<UsageGroup>>")]
+    pub group: Option<UsageGroup>,
+    /// Only calls from this date on, in the forms pond_search's `from_date` takes
+    /// (2026-03-01, yesterday, 7d, 2w).
+    #[serde(default)]
+    pub from_date: Option<String>,
+    /// Only calls up to this date, inclusive of its whole day.
+    #[serde(default)]
+    pub to_date: Option<String>,
+    /// Only calls in projects whose working directory contains this text, in any case.
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Only this client's calls: a name pond_search's `source_agent` takes.
+    #[serde(default)]
+    pub source_agent: Option<String>,
+    /// Only models whose name contains this text, in any case.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `table` (default), `json` or `csv`.
+    #[serde(default)]
+    #[schemars(with = "Option<Named<Format>>")]
+    pub format: Option<Format>,
 }
 
 pub struct ToolSpec {
@@ -221,7 +254,7 @@ fn schema_of<T: JsonSchema>() -> JsonObject {
     }
 }
 
-pub const TOOLS: [ToolSpec; 5] = [
+pub const TOOLS: [ToolSpec; 6] = [
     ToolSpec {
         name: "pond_search",
         description: "Search past agent sessions by words (BM25 full-text; `\"phrase\"`, `-word`, `a OR b`, `prefix*`, `word~`, `project:`/`client:`/`after:` filters in the query; `mode` vector or hybrid for meaning). Use it first to find when and where something was discussed or done: an error message, a function name, a decision. Returns hits grouped by session with a snippet, role, time, project and message id; follow up with pond_get_message (one hit in full) or pond_get_session (the whole conversation).",
@@ -246,6 +279,11 @@ pub const TOOLS: [ToolSpec; 5] = [
         name: "pond_sql",
         description: "Run one read-only SQL SELECT over the archive (tables sessions, messages, parts, records, files; DataFusion dialect). Use it for counts, lists and aggregates that search cannot answer, e.g. sessions per project or the tools that failed most. Read the pond://schema resource for columns and examples. Capped by rows, bytes and a timeout.",
         schema: schema_of::<SqlArgs>,
+    },
+    ToolSpec {
+        name: "pond_usage",
+        description: "Tokens and cost of past agent sessions, from the token counts each client recorded (Claude Code, Codex, Gemini CLI, OpenCode): per day (default), week, month, session, model, project or client, with totals, e.g. how much one project cost last week. Cost is what the client recorded, else computed from a dated price table; a model without a price says \"no price\".",
+        schema: schema_of::<UsageArgs>,
     },
 ];
 

@@ -7,10 +7,10 @@
 //! protocol error: hosts treat those as a broken server. An error that is not the caller's
 //! says so. Every answer is bounded text ending in a totals line.
 
-
 use pond_protocol::grep::GrepJob;
 use pond_protocol::job::SqlJob;
-use pond_protocol::ErrorKind;
+use pond_protocol::usage::UsageRequest;
+use pond_protocol::{ErrorKind, Format};
 use pond_store::get::{self, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest};
 use pond_store::sessions::{self, SessionsRequest};
@@ -32,7 +32,7 @@ pub mod http;
 pub mod schema;
 pub mod socket;
 
-use args::{GetMessageArgs, GetSessionArgs, SearchArgs, SessionsArgs, SqlArgs, TOOLS};
+use args::{GetMessageArgs, GetSessionArgs, SearchArgs, SessionsArgs, SqlArgs, UsageArgs, TOOLS};
 
 /// Hard cap on one tool answer, whatever produced it.
 pub const MAX_ANSWER_BYTES: usize = 100 * 1024;
@@ -50,6 +50,7 @@ const INSTRUCTIONS: &str = "pond is an archive of past AI coding-agent sessions 
 - Start with pond_search (full-text: all words must match, stemmed, case- and accent-insensitive; \"exact phrase\", -word, a OR b, prefix*, word~ for typos). Filter by project (a substring of the working directory), role, source_agent, or dates (also inline: project:pond after:2w). A query that finds nothing says why and suggests a respelling. Hits come grouped by session, each with a message id.
 - pond_sessions lists sessions newest first with their titles, filtered by project, source_agent or dates: what was done in a project last week, in one call.
 - pond_get_message shows one hit in full with its neighbours; pond_get_session reads a whole session page by page (from start or end, after/before a message id).
+- pond_usage answers what it cost: tokens and cost per day, week, month, session, model, project or client (how much did this project cost last week?).
 - pond_sql answers counting and listing questions (how many sessions per project, which tools failed most) with one read-only SELECT; read the pond://schema resource first.
 - Answers are bounded; when there is more, the last line says how to get it.";
 
@@ -116,6 +117,12 @@ const SESSIONS_HINTS: Hints = Hints {
     unavailable: "",
 };
 
+const USAGE_HINTS: Hints = Hints {
+    mistake: "",
+    limit: "Narrow the range (from_date, to_date) or the filters (project, source_agent, model).",
+    unavailable: "",
+};
+
 const GET_HINTS: Hints = Hints {
     mistake: "",
     limit: "Ask for fewer messages (limit, context_before, context_after).",
@@ -136,9 +143,10 @@ impl PondServer {
     async fn search(&self, args: SearchArgs) -> Answer {
         // A day as `to_date` is its end, as `from_date` its start.
         let date = |d: &Option<String>, name: &str, parse: fn(&str) -> _| {
-            d.as_deref().map(parse).transpose().map_err(|e| {
-                format!("{name}: {e}")
-            })
+            d.as_deref()
+                .map(parse)
+                .transpose()
+                .map_err(|e| format!("{name}: {e}"))
         };
         let mode = args.mode.unwrap_or_default();
         let given: Vec<&str> = [
@@ -265,6 +273,34 @@ impl PondServer {
         }
     }
 
+    async fn usage(&self, args: UsageArgs) -> Answer {
+        let date = |d: Option<String>, name: &str, parse: fn(&str) -> _| {
+            d.as_deref()
+                .map(parse)
+                .transpose()
+                .map_err(|e| format!("{name}: {e}"))
+        };
+        let req = UsageRequest {
+            group: args.group.unwrap_or_default(),
+            since_ms: date(args.from_date, "from_date", search::parse_date)?,
+            until_ms: date(args.to_date, "to_date", search::parse_end_date)?,
+            client: args.source_agent,
+            project: args.project,
+            model: args.model,
+            utc: false,
+            prices: None,
+        };
+        let _turn = self.client.sql_turn().await;
+        match self.front.usage(req).await {
+            Ok(report) => Ok(match args.format.unwrap_or_default() {
+                Format::Table => render::usage::table(&report),
+                Format::Json => format!("{}\n", render::json(&render::usage::summary(&report))),
+                Format::Csv => render::usage::csv(&report),
+            }),
+            Err(e) => Err(explain(e, &USAGE_HINTS)),
+        }
+    }
+
     async fn call(&self, name: &str, call_args: Option<JsonObject>) -> Answer {
         match name {
             "pond_search" => self.search(args::parse(name, call_args)?).await,
@@ -272,6 +308,7 @@ impl PondServer {
             "pond_get_session" => self.get_session(args::parse(name, call_args)?).await,
             "pond_get_message" => self.get_message(args::parse(name, call_args)?).await,
             "pond_sql" => self.sql(args::parse(name, call_args)?).await,
+            "pond_usage" => self.usage(args::parse(name, call_args)?).await,
             other => Err(format!(
                 "there is no tool {other:?}; pond's tools are {}",
                 TOOLS.map(|t| t.name).join(", ")
