@@ -212,6 +212,7 @@ pub(crate) enum Command {
         /// session:ID after:DATE (or since:) before:DATE to:DATE, as the options below.
         /// With --mode exact or regex: the text or regex as it is (no syntax, no inline
         /// filters)
+        #[arg(allow_hyphen_values = true)]
         query: String,
         /// fts (BM25), vector (needs a model: `pond model import|fetch`, then `pond embed`),
         /// hybrid (both, fused), exact (the text as it is, e.g. ERR_PNPM_OUTDATED_LOCKFILE

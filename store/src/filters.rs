@@ -42,9 +42,9 @@ impl SearchFilters {
             parts.push(format!("session_id = {}", sql_str(s)));
         }
         if let Some(a) = &self.source_agent {
-            parts.push(agent_filter(a)?);
+            parts.push(agent_filter(&a.to_lowercase())?);
         }
-        if let Some(r) = &self.role {
+        if let Some(r) = &self.role.as_deref().map(str::to_lowercase) {
             if !SEARCHABLE_ROLES.contains(&r.as_str()) {
                 let why = match pond_ingest::Role::parse(r) {
                     Some(_) => format!(
@@ -116,7 +116,13 @@ fn agent_filter(a: &str) -> Result<String> {
     )))
 }
 
+/// The first and last instants a bound may name (years 1 to 9999): a bound past them
+/// (`--to 9999-12-31`, `--since 20000y`) means no bound on that side, not an error.
+const EARLIEST_MS: i64 = -62_135_596_800_000;
+const LATEST_MS: i64 = 253_402_300_799_999;
+
 fn ts_literal(ms: i64) -> String {
+    let ms = ms.clamp(EARLIEST_MS, LATEST_MS);
     let t = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
     format!("TIMESTAMP '{}'", t.format("%Y-%m-%d %H:%M:%S%.3f"))
 }

@@ -10,7 +10,7 @@ const DAY: i64 = 86_400_000;
 const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 
 /// (id, role, days after T0, project, text)
-const MESSAGES: [(&str, Role, i64, &str, &str); 7] = [
+const MESSAGES: [(&str, Role, i64, &str, &str); 8] = [
     (
         "m1",
         Role::User,
@@ -52,6 +52,13 @@ const MESSAGES: [(&str, Role, i64, &str, &str); 7] = [
         5,
         "/home/a/Volcano",
         "Ventoy copies ISO files; nothing else to install.",
+    ),
+    (
+        "m8",
+        Role::User,
+        7,
+        "/home/a/shop",
+        "Our configuration keeps running; 请帮我查询开发机的状态。",
     ),
     (
         "m7",
@@ -232,6 +239,133 @@ async fn the_query_language_on_a_real_index() {
 }
 
 #[tokio::test]
+async fn what_the_index_cannot_decide_is_checked_in_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path()).await;
+    // A prefix is at least as wide as its word, also when it is longer than the stem the
+    // index holds (`install` is held as `instal`, `running` as `run`), and in Chinese.
+    for (prefix, word) in [
+        ("install*", "install"),
+        ("running*", "running"),
+        ("configuration*", "configuration"),
+        ("开发机*", "开发机"),
+    ] {
+        let p = found(&store, prefix).await;
+        let w = found(&store, word).await;
+        assert!(
+            !w.is_empty() && w.iter().all(|id| p.contains(id)),
+            "{prefix} {p:?} {word} {w:?}"
+        );
+    }
+    // A phrase in a script without spaces sits inside a run of text.
+    assert_eq!(found(&store, "\"查询开发机\"").await, ["m8"]);
+    assert_eq!(found(&store, "\"开发机的状态\"").await, ["m8"]);
+    // A phrase on one side of OR is still a phrase.
+    assert_eq!(
+        found(&store, "\"ventoy install\" OR qqqqzz").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        found(&store, "\"install ventoy\" OR flake").await,
+        ["m1", "m4"]
+    );
+    // A long word~ one edit from its word, whose stem is further.
+    assert_eq!(found(&store, "configuraton~").await, ["m8"]);
+    // A date past year 9999 (or before year 1) is no bound on that side.
+    let f = SearchFilters {
+        to: Some(search::parse_end_date("9999-12-31").unwrap()),
+        ..Default::default()
+    };
+    assert_eq!(
+        ids(&run_with(&store, "ventoy", f).await),
+        ["m1", "m2", "m6"]
+    );
+    assert_eq!(
+        found(&store, "ventoy since:20000y").await,
+        ["m1", "m2", "m6"]
+    );
+    // A suggestion is given with loosened hits too, and never a stop word.
+    let r = run(&store, "ventoi flake").await;
+    assert_eq!(r.suggestion.as_deref(), Some("ventoy flake"), "{r:?}");
+    let r = run(&store, "teh").await;
+    assert_ne!(r.suggestion.as_deref(), Some("the"));
+    // Marks are not stop words.
+    let r = run(&store, "ventoy -").await;
+    assert!(r.notes[0].contains("no letter or digit"), "{:?}", r.notes);
+}
+
+#[tokio::test]
+async fn vector_search_keeps_the_exclusions_and_phrases() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path()).await;
+    let mut embed = |texts: &[&str]| Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect());
+    pond_store::vectors::backfill(&store, "fake", 2, 0, 16, &mut embed, &mut |_, _| {})
+        .await
+        .unwrap();
+    let v = search::QueryVector {
+        model: "fake".into(),
+        vector: vec![1.0, 0.0],
+    };
+    for mode in [SearchMode::Vector, SearchMode::Hybrid] {
+        let mut req = request(
+            "ventoy -nixos -\"ventilation fan\"",
+            SearchFilters::default(),
+        );
+        req.mode = mode;
+        let r = search::search(&store, &req, Some(&v)).await.unwrap();
+        assert_eq!(ids(&r), ["m1", "m5", "m6", "m7", "m8"], "{mode:?}");
+        let mut req = request("\"install ventoy\"", SearchFilters::default());
+        req.mode = mode;
+        let r = search::search(&store, &req, Some(&v)).await.unwrap();
+        assert_eq!(ids(&r), ["m1"], "{mode:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_rare_phrase_is_found_behind_many_matches_of_its_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
+    let mut b = FileBatch::default();
+    let mut push = |i: u64, text: String| {
+        b.messages.push(MessageRow {
+            session_id: "s".into(),
+            id: format!("m{i}"),
+            timestamp: T0 + i as i64,
+            role: Role::User,
+            source_agent: "claude-code".into(),
+            project: None,
+            search_text: Some(text),
+            model: None,
+            source_path: "/x/s.jsonl".into(),
+            source_line: i + 1,
+            origin: Origin::Own,
+        });
+        b.records.push(RecordRow {
+            source_path: "/x/s.jsonl".into(),
+            line: i + 1,
+            byte_offset: i * 100,
+            session_id: Some("s".into()),
+            record_type: Some("user".into()),
+            raw: "{}".into(),
+        });
+    };
+    for i in 0..1500 {
+        push(i, "alpha gamma beta".into());
+    }
+    // The phrase in a long message ranks below every short one holding both words.
+    push(1500, format!("{} alpha beta", "delta ".repeat(400)));
+    let mut w = SyncWriter::begin(&store).await.unwrap();
+    w.write(b, &[]).await.unwrap();
+    drop(w.commit(Vec::new()).await.unwrap());
+    indexes::ensure_indexes(&store, true).await.unwrap();
+    let mut req = request("\"alpha beta\"", SearchFilters::default());
+    req.sort = SortBy::Relevance;
+    req.limit = 10;
+    let r = search::search(&store, &req, None).await.unwrap();
+    assert_eq!(ids(&r), ["m1500"], "{r:?}");
+}
+
+#[tokio::test]
 async fn query_mistakes_are_refused_with_the_syntax() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path()).await;
@@ -247,6 +381,8 @@ async fn query_mistakes_are_refused_with_the_syntax() {
         ("ventoy role:robot", "unknown role"),
         ("ventoy project:a project:b", "given twice"),
         ("*", "no letters before its *"),
+        ("ventoy -after:2026-01-02", "cannot exclude"),
+        ("\"\" \"\"", "no words to look for"),
     ] {
         let err = search::search(&store, &request(query, SearchFilters::default()), None)
             .await
@@ -254,6 +390,12 @@ async fn query_mistakes_are_refused_with_the_syntax() {
             .to_string();
         assert!(err.contains(says), "{query}: {err}");
     }
+    let many = vec!["word"; 65].join(" ");
+    let err = search::search(&store, &request(&many, SearchFilters::default()), None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("over the 64"), "{err}");
     // An inline filter and a flag that disagree.
     let f = SearchFilters {
         project: Some("shop".into()),

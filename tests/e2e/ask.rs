@@ -227,6 +227,9 @@ fn the_query_language_reaches_the_cli_and_mcp_alike() {
     let v = env.json(&["search", "\"lava volcanic\"", "--json"]);
     assert_eq!(v["hits"], 0, "{v}");
     // Exclusion, OR, prefix, inline filters equal to their flags, relative dates.
+    // A query may begin with an exclusion (not read as an option).
+    let v = env.json(&["search", "-lava volcanic", "--json"]);
+    assert_eq!(v["hits"], 1, "{v}");
     let v = env.json(&["search", "volcanic -lava", "--json"]);
     assert_eq!(v["sessions"][0]["session_id"], VOLCANO_B, "{v}");
     assert_eq!(v["hits"], 1, "{v}");

@@ -72,20 +72,23 @@ pub fn search(r: &SearchResults) -> String {
     if r.hits == 0 {
         let _ = writeln!(
             out,
-            "No matches for {:?} among {} messages in scope.",
+            "No matches for \"{}\" among {} messages in scope.",
             r.query, r.in_scope
         );
-        match &r.suggestion {
-            Some(s) => {
-                let _ = writeln!(out, "Did you mean: {s}");
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "Try other words, word~ for spellings within two edits, prefix*, or wider filters."
-                );
-            }
+    }
+    match &r.suggestion {
+        Some(s) => {
+            let _ = writeln!(out, "Did you mean: {s}");
         }
+        None if r.hits == 0 => {
+            let _ = writeln!(
+                out,
+                "Try other words, word~ for spellings within two edits, prefix*, or wider filters."
+            );
+        }
+        None => {}
+    }
+    if r.hits == 0 {
         return out;
     }
     for (n, s) in r.sessions.iter().enumerate() {
@@ -112,7 +115,7 @@ pub fn search(r: &SearchResults) -> String {
     }
     let _ = writeln!(
         out,
-        "{} hits in {} sessions for {:?} ({}); {} messages in scope; sorted by {}.",
+        "{} hits in {} sessions for \"{}\" ({}); {} messages in scope; sorted by {}.",
         r.hits,
         r.sessions.len(),
         r.query,

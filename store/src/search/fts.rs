@@ -42,6 +42,36 @@ pub(super) fn fuzzy_reach(len: usize) -> u32 {
     }
 }
 
+/// Indexed words beginning with `p` (lowercased, folded): Lance expands a prefix as an
+/// edit distance with the prefix kept. An explicit distance makes Lance split the text
+/// simply, without lowercasing or stemming: `p` is the form the index holds.
+fn beginning(p: &str) -> FtsQuery {
+    let keep = p.chars().count();
+    let m = MatchQuery::new(p.to_owned())
+        .with_fuzziness(Some(prefix_reach(keep)))
+        .with_prefix_length(keep as u32)
+        .with_max_expansions(EXPANSIONS)
+        .with_column(Some(COLUMN.into()));
+    FtsQuery::Match(m)
+}
+
+/// The first half `word~` is also looked for by, for a word of 8 or more letters and
+/// digits (lowercased, folded); its hits are checked in their text.
+pub(super) fn widened(word: &str) -> Option<String> {
+    let n = word.chars().count();
+    (n >= 8 && word.chars().all(char::is_alphanumeric))
+        .then(|| word.chars().take(n.div_ceil(2)).collect())
+}
+
+/// The searchable messages in the filters' scope.
+pub(super) async fn in_scope(ds: &lance::Dataset, filters: &SearchFilters) -> Result<usize> {
+    let scope = match filters.to_sql()? {
+        Some(f) => format!("searchable AND {f}"),
+        None => "searchable".to_owned(),
+    };
+    Ok(ds.count_rows(Some(scope)).await?)
+}
+
 /// How the query's groups combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Combine {
@@ -100,15 +130,21 @@ fn leaf(term: &Term) -> FtsQuery {
         Term::Word(t) | Term::Phrase(t) => {
             MatchQuery::new(fold_accents(t)).with_operator(Operator::And)
         }
-        // An explicit edit distance makes Lance split the text simply, without lowercasing
-        // or stemming: give it the form the index holds.
+        // Words beginning with the prefix as written, or with its stem (`install*` finds
+        // `instal`, the stem the index holds for `install`), and the word itself (a prefix
+        // in Chinese is words the index splits it into).
         Term::Prefix(p) => {
             let p = fold_accents(p).to_lowercase();
-            let keep = p.chars().count();
-            MatchQuery::new(p)
-                .with_fuzziness(Some(prefix_reach(keep)))
-                .with_prefix_length(keep as u32)
-                .with_max_expansions(EXPANSIONS)
+            let mut clauses = vec![
+                (Occur::Should, leaf(&Term::Word(p.clone()))),
+                (Occur::Should, beginning(&p)),
+            ];
+            if let [stem] = index_tokens(&p).as_slice() {
+                if *stem != p && stem.chars().all(char::is_alphanumeric) {
+                    clauses.push((Occur::Should, beginning(stem)));
+                }
+            }
+            return FtsQuery::Boolean(BooleanQuery::new(clauses));
         }
         // The word as the index holds it (stemmed), or within edits of it (Lance's planner
         // reads no distance as none: give it one).
@@ -126,8 +162,14 @@ fn leaf(term: &Term) -> FtsQuery {
             // from `handl`, the stem the index holds for `handle`, as written it is two).
             let mut forms = vec![w.clone()];
             forms.extend(index_tokens(&w).into_iter().filter(|t| *t != w));
-            let mut clauses = vec![(Occur::Should, leaf(&Term::Word(w)))];
+            let mut clauses = vec![(Occur::Should, leaf(&Term::Word(w.clone())))];
             clauses.extend(forms.into_iter().map(near));
+            // A long word's stem may be more edits away than its reach (`configuraton` is
+            // four from `configur`): its first half finds those too, and the hits' text is
+            // checked (`check`) for a word within reach.
+            if let Some(half) = widened(&w) {
+                clauses.push((Occur::Should, beginning(&half)));
+            }
             return FtsQuery::Boolean(BooleanQuery::new(clauses));
         }
     };

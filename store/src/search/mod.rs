@@ -4,6 +4,7 @@
 //! `fts` ranks in Lance, `crate::vectors` is the vector arm, `fusion` merges them, `snippet`
 //! cuts the window; this module checks the request, runs the arms and presents the hits.
 
+mod check;
 pub mod exact;
 mod fts;
 mod fusion;
@@ -190,8 +191,13 @@ pub fn check(req: &SearchRequest) -> Result<(Query, SearchFilters)> {
     }
     let parsed = query::parse(query)?;
     if parsed.must.is_empty() {
+        let what = if parsed.filters == query::InlineFilters::default() {
+            "the query has no words to look for"
+        } else {
+            "the query holds only filters"
+        };
         return Err(StoreError::InvalidQuery(format!(
-            "the query holds only filters: add the words to look for ({})",
+            "{what}: add the words to look for ({})",
             query::SYNTAX_HINT
         )));
     }
@@ -214,9 +220,11 @@ async fn search_once(
         SortBy::Relevance => req.limit,
         SortBy::Recency => (req.limit * 20).max(500),
     };
-    // A phrase is checked in the hits' text: rank more candidates than are shown.
-    if query.has_phrase() {
-        pool = (pool * 10).max(PHRASE_POOL);
+    // What the index cannot decide is checked in the hits' text: rank more candidates than
+    // are shown, and more again while too few hold it.
+    let check = check::needed(query, req.mode);
+    if check.is_some() {
+        pool = (pool * 10).max(CHECKED_POOL);
     }
     let mut notes = Vec::new();
     let text_query = without_stop_words(query, &mut notes);
@@ -225,41 +233,56 @@ async fn search_once(
             StoreError::InvalidQuery("vector and hybrid search need the query's embedding".into())
         })
     };
-    // A few more than asked, so that hits tied at the cut are all seen and the tie-break in
-    // `present` (not Lance's order) decides which are kept.
-    let text_pool = pool + TIE_MARGIN;
     let (ds_ref, tq_ref) = (&ds, &text_query);
     let fts = move |combine, pool| async move {
         match tq_ref {
             Some(q) => rank_fts(ds_ref, q, combine, filters, pool).await,
-            None => Ok((Vec::new(), 0)),
+            None => Ok((Vec::new(), fts::in_scope(ds_ref, filters).await?)),
         }
     };
-    let (ranked, in_scope) = match req.mode {
-        SearchMode::Fts => fts(Combine::All, text_pool).await?,
-        SearchMode::Vector => {
-            let v = need_vector()?;
-            vectors::nearest(store, &v.model, &v.vector, filters, pool).await?
+    let results = loop {
+        // A few more than asked, so that hits tied at the cut are all seen and the tie-break
+        // in `present` (not Lance's order) decides which are kept.
+        let text_pool = pool + TIE_MARGIN;
+        let (ranked, in_scope) = match req.mode {
+            SearchMode::Fts => fts(Combine::All, text_pool).await?,
+            SearchMode::Vector => {
+                let v = need_vector()?;
+                vectors::nearest(store, &v.model, &v.vector, filters, pool).await?
+            }
+            SearchMode::Hybrid => {
+                let v = need_vector()?;
+                let arm = (pool * 2).max(50);
+                let (text, in_scope) = fts(Combine::All, arm).await?;
+                let (near, _) = vectors::nearest(store, &v.model, &v.vector, filters, arm).await?;
+                (fuse(HYBRID_FUSION, &[&text, &near]), in_scope)
+            }
+            SearchMode::Exact | SearchMode::Regex => {
+                return Err(StoreError::InvalidQuery(
+                    "exact and regex search run as a grep job (search::exact::grep)".into(),
+                ))
+            }
+        };
+        let more = ranked.len() >= text_pool.min(pool);
+        let results = present(store, &ds, query, check, req, ranked, in_scope).await?;
+        if check.is_none() || results.hits >= req.limit || !more {
+            break results;
         }
-        SearchMode::Hybrid => {
-            let v = need_vector()?;
-            let arm = (pool * 2).max(50);
-            let (text, in_scope) = fts(Combine::All, arm).await?;
-            let (near, _) = vectors::nearest(store, &v.model, &v.vector, filters, arm).await?;
-            (fuse(HYBRID_FUSION, &[&text, &near]), in_scope)
+        if pool >= MAX_CHECKED_POOL {
+            notes.push(format!(
+                "the text of only the best {pool} matches of the words was checked for the \
+                 phrase or exclusion: narrow the search (a project, a client, dates) to check further"
+            ));
+            break results;
         }
-        SearchMode::Exact | SearchMode::Regex => {
-            return Err(StoreError::InvalidQuery(
-                "exact and regex search run as a grep job (search::exact::grep)".into(),
-            ))
-        }
+        pool = (pool * 4).min(MAX_CHECKED_POOL);
     };
-    let mut results = present(store, &ds, query, req, ranked, in_scope).await?;
+    let mut results = results;
     let searched = text_query.as_ref().filter(|_| req.mode == SearchMode::Fts);
     if let Some(tq) = searched.filter(|_| results.hits == 0) {
         if tq.must.len() > 1 {
-            let (ranked, in_scope) = fts(Combine::Any, text_pool).await?;
-            let loose = present(store, &ds, query, req, ranked, in_scope).await?;
+            let (ranked, in_scope) = fts(Combine::Any, pool + TIE_MARGIN).await?;
+            let loose = present(store, &ds, query, check, req, ranked, in_scope).await?;
             if loose.hits > 0 {
                 let groups: Vec<String> = tq
                     .must
@@ -282,18 +305,24 @@ async fn search_once(
     Ok(results)
 }
 
-/// The fewest candidates ranked for a query with a phrase (checked in their text after).
-const PHRASE_POOL: usize = 1000;
-/// Hits whose text is read at once while phrases are checked.
-const PHRASE_CHUNK: usize = 64;
+/// The fewest candidates ranked for a query whose hits' text is checked.
+const CHECKED_POOL: usize = 1000;
+/// The most candidates ranked for it (1,000, then 4,000, then 16,000 while too few hold).
+const MAX_CHECKED_POOL: usize = 16_000;
+/// Hits whose text is read at once while they are checked.
+const CHECK_CHUNK: usize = 64;
 
 /// The query without the words the index leaves out (stop words: no message can match
 /// them), each named in `notes`; `None` when nothing is left to look for.
 fn without_stop_words(query: &Query, notes: &mut Vec<String>) -> Option<Query> {
-    let mut dropped = Vec::new();
+    let (mut stop, mut marks) = (Vec::new(), Vec::new());
     let mut keep = |t: &Term| match t {
         Term::Word(w) | Term::Phrase(w) if fts::index_tokens(w).is_empty() => {
-            dropped.push(t.written());
+            if w.chars().any(char::is_alphanumeric) {
+                stop.push(t.written());
+            } else {
+                marks.push(t.written());
+            }
             false
         }
         _ => true,
@@ -306,20 +335,30 @@ fn without_stop_words(query: &Query, notes: &mut Vec<String>) -> Option<Query> {
         .filter(|g| !g.is_empty())
         .collect();
     out.must_not.retain(|t| keep(t));
-    if dropped.is_empty() {
+    let mut said = Vec::new();
+    if !stop.is_empty() {
+        said.push(format!(
+            "stop words, which the index leaves out: {}",
+            stop.join(", ")
+        ));
+    }
+    if !marks.is_empty() {
+        said.push(format!(
+            "what holds no letter or digit: {}",
+            marks.join(" ")
+        ));
+    }
+    if said.is_empty() {
         return Some(out);
     }
-    let list = dropped.join(", ");
     if out.must.is_empty() {
         notes.push(format!(
-            "every word of the query is a stop word, which the index leaves out ({list}): \
-             search with a word that names the thing"
+            "nothing of the query can be looked for ({}): search with a word that names the thing",
+            said.join("; ")
         ));
         return None;
     }
-    notes.push(format!(
-        "left out stop words, which the index does not hold: {list}"
-    ));
+    notes.push(format!("left out {}", said.join("; left out ")));
     Some(out)
 }
 
@@ -328,6 +367,7 @@ async fn present(
     store: &Store,
     ds: &lance::Dataset,
     query: &Query,
+    check: Option<check::Scope>,
     req: &SearchRequest,
     ranked: Vec<(u64, f32)>,
     in_scope: usize,
@@ -356,11 +396,11 @@ async fn present(
         }),
     }
     let mut kept: Vec<((f32, RowMeta), Option<String>)> = Vec::new();
-    if query.has_phrase() {
-        // In order, a chunk at a time, until enough hold the phrases.
+    if let Some(scope) = check {
+        // In order, a chunk at a time, until enough hold what the index could not decide.
         let mut rest = rows.into_iter();
         while kept.len() < req.limit {
-            let chunk: Vec<(f32, RowMeta)> = rest.by_ref().take(PHRASE_CHUNK).collect();
+            let chunk: Vec<(f32, RowMeta)> = rest.by_ref().take(CHECK_CHUNK).collect();
             if chunk.is_empty() {
                 break;
             }
@@ -370,7 +410,7 @@ async fn present(
                 chunk
                     .into_iter()
                     .zip(texts)
-                    .filter(|(_, t)| query.phrases_hold(t.as_deref().unwrap_or_default())),
+                    .filter(|(_, t)| check::holds(query, scope, t.as_deref().unwrap_or_default())),
             );
         }
         kept.truncate(req.limit);

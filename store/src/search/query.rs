@@ -62,6 +62,9 @@ pub struct InlineFilters {
     pub to: Option<i64>,
 }
 
+/// The most terms (words, phrases, prefixes) a query may hold.
+pub const MAX_TERMS: usize = 64;
+
 /// The filter names a query may hold (`name:value`), for the syntax help.
 pub const FILTER_NAMES: &str =
     "project:, client:, role:, session:, after: (or since:), before:, to:";
@@ -78,36 +81,14 @@ impl Query {
         words.join(" ")
     }
 
-    /// Whether a phrase must be checked in a hit's text (the index has no word positions).
-    pub fn has_phrase(&self) -> bool {
-        self.must
-            .iter()
-            .flatten()
-            .chain(&self.must_not)
-            .any(|t| matches!(t, Term::Phrase(_)))
+    /// Whether any term, wanted or excluded, is of this kind.
+    pub fn has(&self, kind: fn(&Term) -> bool) -> bool {
+        self.must.iter().flatten().chain(&self.must_not).any(kind)
     }
 
-    /// Whether `text` satisfies the query's phrases: each group holding a phrase has one of
-    /// its phrases in the text (or another of its terms, which the index matched), and no
-    /// excluded phrase is in it.
-    pub fn phrases_hold(&self, text: &str) -> bool {
-        let norm = normalize(text);
-        let contains = |p: &str| {
-            let p = normalize(p);
-            !p.trim().is_empty() && norm.contains(&p)
-        };
-        let groups_hold = self.must.iter().all(|group| {
-            group.iter().all(|t| !matches!(t, Term::Phrase(_)))
-                || group.iter().any(|t| match t {
-                    Term::Phrase(p) => contains(p),
-                    _ => true,
-                })
-        });
-        groups_hold
-            && !self.must_not.iter().any(|t| match t {
-                Term::Phrase(p) => contains(p),
-                _ => false,
-            })
+    /// Whether a phrase must be checked in a hit's text (the index has no word positions).
+    pub fn has_phrase(&self) -> bool {
+        self.has(|t| matches!(t, Term::Phrase(_)))
     }
 
     /// Apply the query's own filters to `filters` (the flags'). The same filter given both
@@ -121,7 +102,7 @@ impl Query {
                     *flag = Some(v.clone());
                     Ok(())
                 }
-                (Some(a), Some(b)) if a == b => Ok(()),
+                (Some(a), Some(b)) if a.eq_ignore_ascii_case(b) => Ok(()),
                 (Some(a), Some(b)) => Err(StoreError::InvalidQuery(format!(
                     "{name} is given twice ({a:?} as an option, {b:?} in the query): give it once"
                 ))),
@@ -129,7 +110,7 @@ impl Query {
         }
         let f = &self.filters;
         one("project", &mut filters.project, &f.project)?;
-        one("client", &mut filters.source_agent, &f.client)?;
+        one("client (--agent)", &mut filters.source_agent, &f.client)?;
         one("role", &mut filters.role, &f.role)?;
         one("session", &mut filters.session_id, &f.session)?;
         filters.from = filters.from.max(f.from);
@@ -139,25 +120,6 @@ impl Query {
         };
         Ok(())
     }
-}
-
-/// Lowercased, accents folded, every run of other than letters and digits one space: how
-/// a phrase is compared with a text.
-fn normalize(s: &str) -> String {
-    let folded = super::fold_accents(s).to_lowercase();
-    let mut out = String::with_capacity(folded.len() + 2);
-    out.push(' ');
-    for c in folded.chars() {
-        if c.is_alphanumeric() {
-            out.push(c);
-        } else if !out.ends_with(' ') {
-            out.push(' ');
-        }
-    }
-    if !out.ends_with(' ') {
-        out.push(' ');
-    }
-    out
 }
 
 /// One piece of a query's text, before `OR` joins pieces.
@@ -288,6 +250,15 @@ pub fn parse(text: &str) -> Result<Query> {
             "NOT ends the query: put the word to exclude after it".into(),
         ));
     }
+    let terms = pieces
+        .iter()
+        .filter(|p| matches!(p, Piece::Term { .. }))
+        .count();
+    if terms > MAX_TERMS {
+        return Err(invalid(format!(
+            "the query has {terms} terms, over the {MAX_TERMS} a query may hold: search with the words that matter"
+        )));
+    }
     join(pieces, &mut query)?;
     if query.must.is_empty() && !query.must_not.is_empty() {
         return Err(invalid(
@@ -306,6 +277,11 @@ fn filter(f: &mut InlineFilters, name: &str, value: &str, negated: bool) -> Resu
         "role" => &mut f.role,
         "session" => &mut f.session,
         "after" | "since" | "before" | "to" => {
+            if negated {
+                return Err(invalid(format!(
+                    "-{name}: cannot exclude; write the other bound (after: for -before:, before: for -after:)"
+                )));
+            }
             if value.is_empty() {
                 return Err(invalid(format!(
                     "{name}: needs a date, as in {name}:2026-11-01"
@@ -316,12 +292,12 @@ fn filter(f: &mut InlineFilters, name: &str, value: &str, negated: bool) -> Resu
                 "to" => parse_end_date(value)?,
                 _ => parse_date(value)?,
             };
-            let bound = if matches!(name.as_str(), "before" | "to") {
-                &mut f.to
+            // Given twice, the bounds narrow: the later start, the earlier end.
+            if matches!(name.as_str(), "before" | "to") {
+                f.to = Some(f.to.map_or(t, |old| old.min(t)));
             } else {
-                &mut f.from
-            };
-            *bound = Some(t);
+                f.from = Some(f.from.map_or(t, |old| old.max(t)));
+            }
             return Ok(true);
         }
         _ => return Ok(false),

@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 
+use super::check::edits;
 use super::fold_accents;
-use super::fts::{rank_fts, Combine};
+use super::fts::{index_tokens, rank_fts, Combine};
 use super::query::{Query, Term};
 use crate::error::Result;
 use crate::filters::SearchFilters;
@@ -14,6 +15,8 @@ use crate::store::Store;
 
 /// Messages read for the words a misspelling may stand for.
 const SAMPLE: usize = 50;
+/// Words of one query looked up again at most (each costs two or three full-text queries).
+const MAX_RESPELLED: usize = 8;
 
 /// `written` (the query as the caller wrote it) with each word that matches nothing in
 /// scope respelled as the nearest word the archive holds; `None` if no word was respelled.
@@ -26,8 +29,11 @@ pub(super) async fn respell(
 ) -> Result<Option<String>> {
     let mut out: Vec<String> = written.split_whitespace().map(str::to_owned).collect();
     let mut changed = false;
-    for term in query.must.iter().flatten() {
-        let Term::Word(word) = term else { continue };
+    let words = query.must.iter().flatten().filter_map(|t| match t {
+        Term::Word(w) => Some((t, w)),
+        _ => None,
+    });
+    for (term, word) in words.take(MAX_RESPELLED) {
         let alone = Query {
             must: vec![vec![term.clone()]],
             ..Query::default()
@@ -60,10 +66,22 @@ async fn nearest_word(
 ) -> Result<Option<String>> {
     // The index holds stems (`separate` is `separ`), which a misspelling may be too many
     // edits from (`sepaeate`): the word's first half finds those messages too.
+    // Two neighbours swapped is two edits to Lance's fuzzy match (`pyhton`): each swap back
+    // is looked for too.
     let mut alternatives = vec![Term::Fuzzy(word.to_owned())];
     let n = word.chars().count();
     if n >= 6 && word.chars().all(char::is_alphanumeric) {
         alternatives.push(Term::Prefix(word.chars().take(n.div_ceil(2)).collect()));
+    }
+    let chars: Vec<char> = word.chars().collect();
+    if (4..=16).contains(&chars.len()) {
+        for i in 0..chars.len() - 1 {
+            if chars[i] != chars[i + 1] {
+                let mut swapped = chars.clone();
+                swapped.swap(i, i + 1);
+                alternatives.push(Term::Word(swapped.into_iter().collect()));
+            }
+        }
     }
     let fuzzy = Query {
         must: vec![alternatives],
@@ -92,7 +110,8 @@ async fn nearest_word(
             }
             let w = fold_accents(w).to_lowercase();
             let d = edits(&target, &w);
-            if d > 0 && d <= reach {
+            // A stop word is never an answer: the index does not hold it.
+            if d > 0 && d <= reach && !index_tokens(&w).is_empty() {
                 seen.entry(w).or_insert((d, 0)).1 += 1;
             }
         }
@@ -107,45 +126,4 @@ async fn nearest_word(
             ))
         })
         .map(|(w, _)| w))
-}
-
-/// Edits between two words, in characters: insertions, deletions, changes and swaps of
-/// two neighbours (optimal string alignment: `unkonwn` is one edit from `unknown`).
-fn edits(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let change = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + change);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn edits_counts_insertions_deletions_and_changes() {
-        assert_eq!(super::edits("ventoi", "ventoy"), 1);
-        assert_eq!(super::edits("ventoy", "ventoy"), 0);
-        assert_eq!(super::edits("vento", "ventoy"), 1);
-        assert_eq!(super::edits("", "abc"), 3);
-        assert_eq!(super::edits("kitten", "sitting"), 3);
-        assert_eq!(super::edits("日本語", "日本"), 1);
-        assert_eq!(super::edits("unkonwn", "unknown"), 1);
-    }
 }
