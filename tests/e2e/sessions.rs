@@ -292,3 +292,163 @@ fn the_sessions_tool_answers_in_one_call() {
         assert!(bad.contains("from_date"), "{bad}");
     });
 }
+
+/// Made-up secrets (none a real key): a GitHub token, an AWS secret key, a database password
+/// and a GitHub token of 70 characters.
+const GHP: &str = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8";
+const AWS: &str = "wJalrXUtnFEMIK7MDENGbPxRfiCYzQ8vN2kL5pT9";
+const PG_PASS: &str = "Vq8zR2mK7xT4pL9wN3bY6cF1hJ5dS0gA";
+const LONG_GHP: &str = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg";
+
+/// One session of one prompt, at a minute of its own.
+fn one_prompt(dir: &Path, n: u32, text: &str) -> String {
+    let id = format!("dddddddd-0000-4000-8000-00000000000{n}");
+    let ts = format!("2026-04-01T10:0{n}:00Z");
+    write(
+        dir,
+        &id,
+        &[line(&id, &format!("d{n}"), "user", &ts, "/work/keys", text)],
+    );
+    id
+}
+
+/// A piece of six characters of one of the secrets that `out` shows, if any.
+fn leak(out: &str) -> Option<String> {
+    let values = [&GHP[4..], AWS, PG_PASS, &LONG_GHP[4..]];
+    values.iter().find_map(|v| {
+        let v: Vec<char> = v.chars().collect();
+        v.windows(6)
+            .map(|w| w.iter().collect::<String>())
+            .find(|w| out.contains(w.as_str()))
+    })
+}
+
+#[test]
+fn a_secret_in_a_title_is_masked_before_the_title_is_cut() {
+    let env = Env::new();
+    let dir = env.dir.path().join("home/projects/keys");
+    // Each prompt is cut at 80 columns inside its secret.
+    let ids = [
+        one_prompt(
+            &dir,
+            1,
+            &format!("{} GITHUB_TOKEN={GHP} deployment", "a".repeat(34)),
+        ),
+        one_prompt(
+            &dir,
+            2,
+            &format!("{} aws_secret_access_key={AWS} deployment", "a".repeat(30)),
+        ),
+        one_prompt(
+            &dir,
+            3,
+            &format!(
+                "{} postgres://admin:{PG_PASS}@db.internal:5432/app deployment",
+                "a".repeat(40)
+            ),
+        ),
+        one_prompt(
+            &dir,
+            4,
+            &format!("{} token {LONG_GHP} deployment", "b".repeat(20)),
+        ),
+    ];
+    env.sync_with(&dir, &["--source", "claude-code"]);
+
+    let mut outs = vec![
+        env.ok(&["sessions"]),
+        env.ok(&["sessions", "--json"]),
+        env.ok(&["search", "deployment"]),
+        env.ok(&["search", "deployment", "--json"]),
+    ];
+    for id in &ids {
+        outs.push(env.ok(&["get-session", id]));
+        outs.push(env.ok(&["get-session", id, "--json"]));
+        outs.push(env.ok(&["export", id, "--format", "markdown"]));
+    }
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        outs.push(c.ok("pond_sessions", json!({})).await);
+        outs.push(c.ok("pond_search", json!({"query": "deployment"})).await);
+    });
+    for out in &outs {
+        assert_eq!(leak(out), None, "{out}");
+    }
+
+    let list = env.json(&["sessions", "--json"]);
+    let title = |n: usize| {
+        list["sessions"][4 - n]["title"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        title(1),
+        format!(
+            "{} GITHUB_TOKEN=[secret:github-token:…q7R8]…",
+            "a".repeat(34)
+        )
+    );
+    // A long key's placeholder shows its own last four characters, not four from the middle
+    // of the key where a cut ended it.
+    assert_eq!(
+        title(4),
+        format!(
+            "{} token [secret:github-token:…i1Hg] deployment",
+            "b".repeat(20)
+        )
+    );
+    for n in 1..=4 {
+        assert!(title(n).chars().count() <= 80, "{}", title(n));
+    }
+}
+
+#[test]
+fn a_client_title_is_one_line_cut_as_a_derived_one() {
+    let env = Env::new();
+    let dir = three(&env);
+    let custom = |id: &str, title: &str| {
+        let line = json!({"type": "custom-title", "customTitle": title, "sessionId": id});
+        write(&dir, id, &[line.to_string()]);
+    };
+    custom(
+        "bbbbbbbb-0000-4000-8000-000000000002",
+        "Release notes\n2. fake second session\u{1b}[31m red\u{1b}]0;owned\u{7}",
+    );
+    let long = "the one where we moved every importer to streaming reads and measured it twice";
+    custom(
+        "aaaaaaaa-0000-4000-8000-000000000001",
+        &format!("{long} over the weekend"),
+    );
+    env.sync_with(&dir, &["--source", "claude-code"]);
+
+    let shown = "Release notes 2. fake second session red";
+    let list = env.ok(&["sessions"]);
+    assert!(!list.contains('\u{1b}'), "{list:?}");
+    assert!(!list.lines().any(|l| l.starts_with("2. fake")), "{list}");
+    assert!(list.contains(&format!("2. {shown}\n")), "{list}");
+    let cut = format!("{long}…");
+    assert!(list.contains(&format!("3. {cut}\n")), "{list}");
+
+    let json = env.json(&["sessions", "--json"]);
+    assert_eq!(json["sessions"][1]["title"], shown);
+    assert_eq!(json["sessions"][2]["title"], cut.as_str());
+    let page = env.ok(&["get-session", "bbbbbbbb-0000"]);
+    assert!(
+        page.lines()
+            .next()
+            .unwrap()
+            .ends_with(&format!("· {shown}")),
+        "{page}"
+    );
+    let md = env.ok(&["export", "aaaaaaaa-0000", "--format", "markdown"]);
+    assert!(md.starts_with(&format!("# {cut}\n")), "{md}");
+    let hits = env.ok(&["search", "release"]);
+    assert!(!hits.contains('\u{1b}') && hits.contains(shown), "{hits}");
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let all = c.ok("pond_sessions", json!({})).await;
+        assert!(!all.contains('\u{1b}'), "{all:?}");
+        assert!(all.contains(&format!("2. {shown}\n")), "{all}");
+    });
+}

@@ -172,7 +172,7 @@ async fn session_info(store: &Store, id: &str) -> Result<SessionInfo> {
         ))
     })?;
     // The client's title, else one derived from the first prompt.
-    let title = match s.title.filter(|t| !t.trim().is_empty()) {
+    let title = match s.title.as_deref().and_then(crate::sessions::title::shown) {
         Some(t) => Some(t),
         None => crate::sessions::derived_titles(store, std::slice::from_ref(&s.id))
             .await?

@@ -30,8 +30,8 @@ use crate::store::Store;
 pub const DEFAULT_LIMIT: usize = 20;
 /// The most sessions one listing shows.
 pub const MAX_LIMIT: usize = 200;
-/// How much of a candidate prompt is read to derive a title from.
-const TITLE_TEXT_BYTES: usize = 4096;
+/// How much of a candidate prompt is read to derive a title from, in characters.
+const TITLE_TEXT_CHARS: usize = 4096;
 /// Messages tried, in order, for a session's derived title (its first user prompts, then
 /// its first other messages).
 const TITLE_CANDIDATES: usize = 8;
@@ -55,7 +55,7 @@ pub struct SessionsRequest {
 pub struct SessionSummary {
     pub id: String,
     /// The client's title, else one derived from the first prompt (`None`: the session
-    /// holds no text to derive one from).
+    /// holds no text to derive one from); one line, masked, cut ([`title::shown`]).
     pub title: Option<String>,
     /// `title` was derived from the session's first prompt.
     pub title_derived: bool,
@@ -172,7 +172,7 @@ pub async fn list(store: &Store, req: &SessionsRequest) -> Result<SessionList> {
             project: opt_str(string_col(b, "project")?, i),
             first_at: first,
             last_at: last,
-            title: opt_str(string_col(b, "title")?, i).filter(|t| !t.trim().is_empty()),
+            title: opt_str(string_col(b, "title")?, i).and_then(|t| title::shown(&t)),
             source_path: string_col(b, "source_path")?.value(i).to_owned(),
         });
     }
@@ -214,7 +214,8 @@ pub async fn list(store: &Store, req: &SessionsRequest) -> Result<SessionList> {
 }
 
 /// The title of each of `ids` that has one: the client's, else one derived from the
-/// session's first prompt. How search hits and session pages name a session.
+/// session's first prompt; one line, masked, cut ([`title::shown`]). How search hits and
+/// session pages name a session.
 pub async fn titles(store: &Store, ids: &[String]) -> Result<HashMap<String, String>> {
     let mut out = HashMap::new();
     let Some(ds) = store.dataset(SESSIONS).await? else {
@@ -225,7 +226,7 @@ pub async fn titles(store: &Store, ids: &[String]) -> Result<HashMap<String, Str
             let id = string_col(&b, "id")?;
             let title = string_col(&b, "title")?;
             for i in 0..b.num_rows() {
-                if let Some(t) = opt_str(title, i).filter(|t| !t.trim().is_empty()) {
+                if let Some(t) = opt_str(title, i).and_then(|t| title::shown(&t)) {
                     out.insert(id.value(i).to_owned(), t);
                 }
             }
@@ -326,7 +327,7 @@ async fn derive(
     let ds = store.messages().await?;
     let row_ids: Vec<u64> = wanted.iter().map(|w| w.1).collect();
     let projection =
-        ProjectionRequest::from_sql([("text", format!("left(search_text, {TITLE_TEXT_BYTES})"))]);
+        ProjectionRequest::from_sql([("text", format!("left(search_text, {TITLE_TEXT_CHARS})"))]);
     let b = plain_strings(ds.take_rows(&row_ids, projection).await?)?;
     if b.num_rows() != row_ids.len() {
         return Err(StoreError::NotFound(format!(
@@ -340,11 +341,20 @@ async fn derive(
         if out.contains_key(*id) || !text.is_valid(i) {
             continue;
         }
-        if let Some(t) = title::from_prompt(text.value(i)) {
+        if let Some(t) = title::from_prompt(whole_lines(text.value(i))) {
             out.insert((*id).clone(), t);
         }
     }
     Ok(out)
+}
+
+/// A prompt's prefix as read for a title, without its last line when the prefix may have
+/// cut it: a secret cut short no longer has the shape the masker knows it by.
+fn whole_lines(prefix: &str) -> &str {
+    if prefix.chars().count() < TITLE_TEXT_CHARS {
+        return prefix;
+    }
+    prefix.rfind('\n').map_or(prefix, |end| &prefix[..end])
 }
 
 /// The size of each of `paths` as its cursor last recorded it.
@@ -371,4 +381,21 @@ async fn file_sizes(store: &Store, paths: &[String]) -> Result<HashMap<String, u
 fn id_list(column: &str, values: &[String]) -> String {
     let list: Vec<String> = values.iter().map(|v| sql_str(v)).collect();
     format!("{column} IN ({})", list.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_cut_short_loses_its_last_line() {
+        assert_eq!(
+            whole_lines("fix this\nkey ghp_abc"),
+            "fix this\nkey ghp_abc"
+        );
+        let cut = format!("{}\nkey ghp_abc", "x".repeat(TITLE_TEXT_CHARS));
+        assert_eq!(whole_lines(&cut), "x".repeat(TITLE_TEXT_CHARS));
+        let one = "y".repeat(TITLE_TEXT_CHARS);
+        assert_eq!(whole_lines(&one), one);
+    }
 }

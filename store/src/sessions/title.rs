@@ -3,6 +3,14 @@
 //! such as Claude Code's `<command-name>` or `<local-command-stdout>`, IDE selections,
 //! system reminders, pasted code blocks and logs, image placeholders, JSON, a slash
 //! command's name), then its first line of prose, cut to about [`TITLE_COLUMNS`] columns.
+//! A client's own title is shown the same way ([`shown`]).
+//!
+//! Every title is one line (control characters and line ends are spaces, terminal escape
+//! sequences left out: a title is printed in lists where a line end would read as another
+//! entry) and is masked before it is cut: cut first, a secret loses the shape the masker
+//! knows it by (`ghp_` and 26 characters, a URL without its `@`) and would be shown in
+//! part. Titles are masked whatever the caller reveals: a title is a label, the message
+//! holds the secret.
 //!
 //! Derived when read, not stored: a client's own title (`sessions.title`) then always wins,
 //! whenever it arrives; stores synced before titles existed have them at once; and a
@@ -14,7 +22,10 @@ pub const TITLE_COLUMNS: usize = 80;
 /// The title a prompt gives, or `None` when nothing of it reads as a request (a bare slash
 /// command, a pasted log, an image alone, punctuation).
 pub fn from_prompt(text: &str) -> Option<String> {
-    let text = without_wrappers(text);
+    // Masked whole first too: a rule may need what is around a secret on other lines (a
+    // key's name on the line before it).
+    let text = pond_mask::mask(text);
+    let text = without_wrappers(&text);
     let text = without_placeholders(&text);
     let mut fenced = false;
     for line in text.lines() {
@@ -26,11 +37,55 @@ pub fn from_prompt(text: &str) -> Option<String> {
             continue;
         }
         if let Some(t) = prose(line) {
-            return Some(shorten(&t, TITLE_COLUMNS));
+            return shown(&t);
         }
     }
     None
 }
+
+/// A title as shown: one line, masked, cut to about [`TITLE_COLUMNS`] columns; `None` when
+/// nothing but white space and control characters is left. A client's own title is shown
+/// through it as it is, a derived one once its prompt is cleaned.
+pub fn shown(title: &str) -> Option<String> {
+    let line = one_line(title);
+    (!line.is_empty()).then(|| shorten(&pond_mask::mask(&line), TITLE_COLUMNS))
+}
+
+/// `s` as one line of text, as a terminal would show it: an escape sequence (`ESC [ … m`,
+/// `ESC ] … BEL`) and a text direction override left out, every other control character
+/// (a line end, a tab) a space, runs of white space one space.
+fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next_if(|&n| n == '[' || n == ']') {
+                // A CSI sequence: parameters up to one final byte.
+                Some('[') => while chars.next().is_some_and(|p| !('@'..='~').contains(&p)) {},
+                // An OSC sequence: up to BEL or ESC \.
+                Some(_) => {
+                    while let Some(p) = chars.next() {
+                        if p == '\u{7}' || (p == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                None => {}
+            },
+            '\u{200e}'
+            | '\u{200f}'
+            | '\u{61c}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => {}
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// How the masker's placeholder opens (`[secret:github-token:…e1f8]`).
+const MASKED: &str = "[secret:";
 
 /// Whether a tag is a harness's wrapper rather than text a person typed: Claude Code's
 /// (`command-name`, `local-command-stdout`, `system-reminder`, `ide_selection`), Codex's
@@ -104,7 +159,8 @@ fn without_placeholders(text: &str) -> String {
 fn prose(line: &str) -> Option<String> {
     let mut s = line.trim();
     s = s.trim_start_matches(['#', '>', '*', '-', ' ', '\t']).trim();
-    if s.starts_with(['{', '[', '"', '$', '|']) || looks_like_log(s) {
+    let opens_data = s.starts_with(['{', '[', '"', '$', '|']) && !s.starts_with(MASKED);
+    if opens_data || looks_like_log(s) {
         return None;
     }
     if s.starts_with("Caveat: The messages below were generated") {
@@ -156,7 +212,8 @@ fn columns(c: char) -> usize {
 }
 
 /// `s` in at most `max` columns: whole if it fits, else cut at the last space in its
-/// second half (at a character otherwise) with an ellipsis.
+/// second half (at a character otherwise, never inside a masked secret's placeholder) with
+/// an ellipsis.
 fn shorten(s: &str, max: usize) -> String {
     let mut used = 0;
     let mut cut = None;
@@ -172,7 +229,7 @@ fn shorten(s: &str, max: usize) -> String {
     if used <= max {
         return s.to_owned();
     }
-    let cut = cut.unwrap_or(s.len());
+    let cut = outside_placeholder(s, cut.unwrap_or(s.len()));
     let head = &s[..cut];
     let at_word_end = s[cut..].starts_with(char::is_whitespace);
     let head = match head.rfind(' ') {
@@ -181,6 +238,14 @@ fn shorten(s: &str, max: usize) -> String {
     };
     let head = head.trim_end_matches(|c: char| c.is_whitespace() || ",.;:-".contains(c));
     format!("{head}…")
+}
+
+/// `cut`, or where the placeholder it falls inside opens.
+fn outside_placeholder(s: &str, cut: usize) -> usize {
+    match s[..cut].rfind(MASKED) {
+        Some(open) if s[open..].find(']').is_none_or(|close| open + close >= cut) => open,
+        _ => cut,
+    }
 }
 
 #[cfg(test)]
@@ -259,6 +324,74 @@ mod tests {
             from_prompt("## Background\nrefactor storage").as_deref(),
             Some("Background")
         );
+    }
+
+    /// A made-up GitHub token: `ghp_` and 36 letters and digits.
+    const GHP: &str = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8";
+
+    fn cols(t: &str) -> usize {
+        t.chars().map(columns).sum()
+    }
+
+    #[test]
+    fn secrets_are_masked_before_the_title_is_cut() {
+        let a = "a".repeat(34);
+        let t = from_prompt(&format!("{a} GITHUB_TOKEN={GHP} thanks")).unwrap();
+        assert_eq!(t, format!("{a} GITHUB_TOKEN=[secret:github-token:…q7R8]…"));
+
+        let aws = "wJalrXUtnFEMIK7MDENGbPxRfiCYzQ8vN2kL5pT9";
+        let t = from_prompt(&format!(
+            "{} aws_secret_access_key={aws} set",
+            "a".repeat(30)
+        ))
+        .unwrap();
+        assert!(!t.contains(&aws[..6]), "{t}");
+        assert!(cols(&t) <= TITLE_COLUMNS, "{t}");
+
+        let pg = "postgres://admin:Vq8zR2mK7xT4pL9wN3bY6cF1hJ5dS0gA@db.internal:5432/app";
+        let t = from_prompt(&format!("{} {pg} fails", "a".repeat(40))).unwrap();
+        assert!(!t.contains("Vq8zR2"), "{t}");
+        assert!(cols(&t) <= TITLE_COLUMNS, "{t}");
+
+        // A long key is masked whole, so its placeholder shows its own last four
+        // characters, never four from its middle (the end of a key cut short).
+        let long = format!("{GHP}Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg");
+        let b = "b".repeat(20);
+        let t = from_prompt(&format!("{b} token {long} ok")).unwrap();
+        assert_eq!(t, format!("{b} token [secret:github-token:…i1Hg] ok"));
+
+        // A key on the line after its name is masked too (the whole prompt is read).
+        let t = from_prompt(&format!(
+            "$ export AWS_SECRET_ACCESS_KEY=\n{aws} is what it says"
+        ))
+        .unwrap();
+        assert!(
+            t.starts_with("[secret:") && t.ends_with("pT9] is what it says"),
+            "{t}"
+        );
+        let t = from_prompt(&format!("{GHP} is rejected, why?")).unwrap();
+        assert_eq!(t, "[secret:github-token:…q7R8] is rejected, why?");
+    }
+
+    #[test]
+    fn every_title_is_one_clean_line() {
+        assert_eq!(
+            shown("Release notes\n2. fake second session\r\n\tend").as_deref(),
+            Some("Release notes 2. fake second session end")
+        );
+        assert_eq!(
+            shown("\u{1b}[31mred\u{1b}[0m alert \u{1b}]0;owned\u{7}done \u{202e}txt.exe")
+                .as_deref(),
+            Some("red alert done txt.exe")
+        );
+        assert_eq!(shown(" \n\u{1b}[0m\t"), None);
+        let t = shown(&"word ".repeat(40)).unwrap();
+        assert!(t.ends_with('…') && cols(&t) <= TITLE_COLUMNS, "{t}");
+        let t = shown(&format!("Deploy with {GHP}")).unwrap();
+        assert_eq!(t, "Deploy with [secret:github-token:…q7R8]");
+        // A masked client title cut inside its placeholder loses the placeholder whole.
+        let t = shown(&format!("{} {GHP}", "c".repeat(70))).unwrap();
+        assert_eq!(t, format!("{}…", "c".repeat(70)));
     }
 
     #[test]
