@@ -281,7 +281,7 @@ fn the_sessions_tool_answers_in_one_call() {
             )
             .await;
         assert!(alpha.contains("why does the importer panic"), "{alpha}");
-        assert!(alpha.contains("sessions 1-1 of 1"), "{alpha}");
+        assert!(alpha.contains("session 1 of 1"), "{alpha}");
         let paged = c.ok("pond_sessions", json!({"limit": 1, "offset": 1})).await;
         assert!(paged.starts_with("2. tidy the release notes"), "{paged}");
         assert!(paged.contains("next page: offset 2"), "{paged}");
@@ -450,5 +450,48 @@ fn a_client_title_is_one_line_cut_as_a_derived_one() {
         let all = c.ok("pond_sessions", json!({})).await;
         assert!(!all.contains('\u{1b}'), "{all:?}");
         assert!(all.contains(&format!("2. {shown}\n")), "{all}");
+    });
+}
+
+#[test]
+fn an_offset_past_the_end_says_so_and_counts_read_as_words() {
+    let env = Env::new();
+    let dir = three(&env);
+    env.sync_with(&dir, &["--source", "claude-code"]);
+    let past = "No sessions on this page: offset 99999 is past the last of the 3 that match the filters; the last page starts at offset 0.";
+    let out = env.ok(&["sessions", "--offset", "99999"]);
+    assert_eq!(out.trim_end(), past);
+    let out = env.ok(&["sessions", "--offset", "5", "--limit", "2"]);
+    assert!(out.contains("the last page starts at offset 2."), "{out}");
+    let none = env.ok(&["sessions", "--project", "nowhere"]);
+    assert!(none.contains("Widen the filters"), "{none}");
+
+    let one = env.ok(&["sessions", "--limit", "1", "--offset", "1"]);
+    assert!(one.contains(" · 2 messages · "), "{one}");
+    assert!(
+        one.contains("session 2 of 3, newest first; next page: offset 2"),
+        "{one}"
+    );
+    let dir = env.dir.path().join("home/projects/p");
+    one_prompt(&dir, 1, "a session of one message");
+    env.sync_with(&dir, &["--source", "claude-code"]);
+    let out = env.ok(&["sessions", "--project", "keys"]);
+    assert!(out.contains(" · 1 message · "), "{out}");
+    assert!(out.contains("session 1 of 1, newest first"), "{out}");
+
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let out = c.ok("pond_sessions", json!({"offset": 99999})).await;
+        assert!(
+            out.contains("offset 99999 is past the last of the 4"),
+            "{out}"
+        );
+        // Out of range limits are taken as the nearest, as pond_search takes its own.
+        let tools = c.service.list_all_tools().await.unwrap();
+        let t = tools.iter().find(|t| t.name == "pond_sessions").unwrap();
+        let limit = t.input_schema["properties"]["limit"]["description"].to_string();
+        assert!(limit.contains("taken as"), "{limit}");
+        let all = c.ok("pond_sessions", json!({"limit": 9999})).await;
+        assert!(all.contains("sessions 1-4 of 4"), "{all}");
     });
 }

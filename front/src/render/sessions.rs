@@ -20,14 +20,31 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// `n` and what it counts, plural but for one.
+fn count(n: usize, what: &str) -> String {
+    match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    }
+}
+
 pub fn list(l: &SessionList) -> String {
     let mut out = String::new();
+    if l.sessions.is_empty() && l.total > 0 {
+        let last_page = (l.total - 1) / l.limit.max(1) * l.limit.max(1);
+        let _ = writeln!(
+            out,
+            "No sessions on this page: offset {} is past the last of the {} that match the filters; the last page starts at offset {last_page}.",
+            l.offset,
+            l.total
+        );
+        return out;
+    }
     if l.sessions.is_empty() {
         let _ = writeln!(
             out,
-            "No sessions{} ({} match the filters). Widen the filters, or run `pond sync`.",
+            "No sessions{} (0 match the filters). Widen the filters, or run `pond sync`.",
             if l.offset > 0 { " on this page" } else { "" },
-            l.total
         );
         return out;
     }
@@ -38,12 +55,12 @@ pub fn list(l: &SessionList) -> String {
         };
         let _ = writeln!(
             out,
-            "{}. {}\n   {} · {} · {span} · {} messages{}\n   session {}{}",
+            "{}. {}\n   {} · {} · {span} · {}{}\n   session {}{}",
             l.offset + n + 1,
             s.title.as_deref().unwrap_or(UNTITLED),
             s.source_agent,
             s.project.as_deref().unwrap_or("-"),
-            s.messages,
+            count(s.messages, "message"),
             s.bytes
                 .map(|b| format!(" · {}", size(b)))
                 .unwrap_or_default(),
@@ -55,12 +72,11 @@ pub fn list(l: &SessionList) -> String {
         );
     }
     let shown_to = l.offset + l.sessions.len();
-    let _ = write!(
-        out,
-        "sessions {}-{shown_to} of {}, newest first",
-        l.offset + 1,
-        l.total
-    );
+    let _ = match l.sessions.len() {
+        1 => write!(out, "session {shown_to} of {}", l.total),
+        _ => write!(out, "sessions {}-{shown_to} of {}", l.offset + 1, l.total),
+    };
+    out.push_str(", newest first");
     if shown_to < l.total {
         let _ = write!(out, "; next page: offset {shown_to}");
     }
@@ -70,7 +86,14 @@ pub fn list(l: &SessionList) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::size;
+    use super::{count, size};
+
+    #[test]
+    fn counts_are_plural_but_for_one() {
+        assert_eq!(count(1, "message"), "1 message");
+        assert_eq!(count(0, "message"), "0 messages");
+        assert_eq!(count(2, "message"), "2 messages");
+    }
 
     #[test]
     fn sizes_read_in_their_unit() {
