@@ -347,7 +347,7 @@ mod tests {
         let defs = &search.input_schema["$defs"];
         assert_eq!(
             defs["Mode"]["enum"],
-            serde_json::json!(["fts", "vector", "hybrid"])
+            serde_json::json!(["fts", "vector", "hybrid", "exact", "regex"])
         );
         assert_eq!(
             defs["Sort"]["enum"],
