@@ -31,8 +31,8 @@ mod sql_mask;
 mod store;
 pub mod usage;
 pub mod vectors;
-pub mod zone;
 mod writer;
+pub mod zone;
 
 pub use error::{Result, StoreError};
 /// The Lance dataset handle the store hands out (its readers take one).
