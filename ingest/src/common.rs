@@ -1,6 +1,6 @@
 //! What both parsers keep for one pass over one file: its session row and clock.
 
-use crate::model::{MessageRow, Origin, Role, SessionRow};
+use crate::model::{MessageRow, Origin, Role, SessionRow, UsageRow};
 
 /// Lines longer than this are skipped (with a reason), never buffered whole.
 pub const MAX_LINE_BYTES: usize = 32 << 20;
@@ -99,6 +99,31 @@ impl Common {
             source_path: self.path.clone(),
             source_line: line_no,
             origin,
+        }
+    }
+}
+
+impl UsageRow {
+    /// A row of the pass's session at `line_no` with no tokens yet: subagents count for
+    /// their parent session.
+    pub(crate) fn of(c: &Common, key: String, ts: i64, agent: &str, line_no: u64) -> UsageRow {
+        UsageRow {
+            session_id: c.usage_session(),
+            message_id: None,
+            key,
+            timestamp: ts,
+            source_agent: agent.to_owned(),
+            project: c.session.project.clone(),
+            model: None,
+            request_id: None,
+            input: 0,
+            output: 0,
+            cache_write: 0,
+            cache_read: 0,
+            reasoning: 0,
+            cost_usd: None,
+            source_path: c.path.clone(),
+            source_line: line_no,
         }
     }
 }

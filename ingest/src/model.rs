@@ -227,37 +227,6 @@ pub struct UsageRow {
     pub source_line: u64,
 }
 
-impl UsageRow {
-    /// A row of the pass's session at `line_no` with no tokens yet: subagents count for
-    /// their parent session.
-    pub(crate) fn of(
-        c: &crate::common::Common,
-        key: String,
-        ts: i64,
-        agent: &str,
-        line_no: u64,
-    ) -> UsageRow {
-        UsageRow {
-            session_id: c.usage_session(),
-            message_id: None,
-            key,
-            timestamp: ts,
-            source_agent: agent.to_owned(),
-            project: c.session.project.clone(),
-            model: None,
-            request_id: None,
-            input: 0,
-            output: 0,
-            cache_write: 0,
-            cache_read: 0,
-            reasoning: 0,
-            cost_usd: None,
-            source_path: c.path.clone(),
-            source_line: line_no,
-        }
-    }
-}
-
 /// A token count at `key` of `v`: a whole number (a float a client wrote is cut), 0 when
 /// absent or negative.
 pub(crate) fn tokens(v: &serde_json::Value, key: &str) -> u64 {

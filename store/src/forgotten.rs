@@ -51,7 +51,7 @@ impl Forgotten {
     }
 
     pub fn save(&self, root: &Path) -> Result<()> {
-        crate::writer::write_atomic(&root.join(FORGOTTEN), &serde_json::to_vec_pretty(self)?)
+        crate::store::write_atomic(&root.join(FORGOTTEN), &serde_json::to_vec_pretty(self)?)
     }
 
     pub fn is_empty(&self) -> bool {

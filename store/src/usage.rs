@@ -42,7 +42,7 @@ pub fn is_filled(store: &Store) -> bool {
 
 /// Say `usage` covers every stored line (after the commit that made it so).
 pub fn mark_filled(store: &Store) -> Result<()> {
-    crate::writer::write_atomic(&store.root().join(FILLED), b"")?;
+    crate::store::write_atomic(&store.root().join(FILLED), b"")?;
     let _ = std::fs::remove_file(store.root().join(PROGRESS));
     Ok(())
 }
@@ -56,7 +56,7 @@ pub fn progress(store: &Store) -> usize {
 }
 
 pub fn save_progress(store: &Store, files_done: usize) -> Result<()> {
-    crate::writer::write_atomic(
+    crate::store::write_atomic(
         &store.root().join(PROGRESS),
         files_done.to_string().as_bytes(),
     )

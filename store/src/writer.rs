@@ -118,7 +118,7 @@ impl<'a> SyncWriter<'a> {
             let v = self.store.latest(name).await?.map(|d| d.version().version);
             versions.insert(name.to_owned(), v);
         }
-        write_atomic(
+        crate::store::write_atomic(
             &self.store.root().join(JOURNAL),
             &serde_json::to_vec(&Journal { versions })?,
         )?;
@@ -508,18 +508,4 @@ async fn recover(store: &Store) -> Result<bool> {
         );
     }
     Ok(true)
-}
-
-/// Write a small file so that readers see either the old or the new content.
-pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
 }
