@@ -265,11 +265,20 @@ pub fn csv(r: &UsageReport) -> String {
             v.to_owned()
         }
     };
-    for m in s.rows.iter().flat_map(|g| &g.models) {
+    // A group's models, one line each; a model group's rows have none: a row is its model.
+    let lines = s.rows.iter().flat_map(|g| match g.models.is_empty() {
+        true => std::slice::from_ref(g),
+        false => &g.models[..],
+    });
+    for m in lines {
+        let model = match r.group {
+            UsageGroup::Model => &m.group,
+            _ => m.model.as_deref().unwrap_or(""),
+        };
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{}\n",
             quote(&m.group),
-            quote(m.model.as_deref().unwrap_or("")),
+            quote(model),
             m.input_tokens,
             m.output_tokens,
             m.cache_write_tokens,
@@ -327,5 +336,33 @@ mod tests {
         let s = summary(&report());
         assert_eq!(s.totals.cost_usd, Some(12.5));
         assert_eq!(s.rows[1].cost_usd, None, "only unpriced tokens: no cost");
+    }
+
+    #[test]
+    fn csv_by_model_has_a_line_per_model() {
+        let by_model = UsageReport {
+            group: UsageGroup::Model,
+            lines: vec![
+                UsageLine {
+                    group: "claude-opus-4-6".into(),
+                    ..report().lines[0].clone()
+                },
+                UsageLine {
+                    group: "glm-5.1".into(),
+                    ..report().lines[1].clone()
+                },
+            ],
+            ..report()
+        };
+        let c = csv(&by_model);
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines.len(), 3, "{c}");
+        assert!(
+            lines[1].starts_with("claude-opus-4-6,claude-opus-4-6,123456789,10,"),
+            "{c}"
+        );
+        assert!(lines[2].starts_with("glm-5.1,glm-5.1,5,10,"), "{c}");
+        // A daily CSV stays a line per day and model.
+        assert_eq!(csv(&report()).lines().count(), 4);
     }
 }
