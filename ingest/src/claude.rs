@@ -90,7 +90,7 @@ impl RecordParser for ClaudeParser {
             c.session.parent_id = str_field(v, "sessionId");
         }
         if let Some(u) = self.usage(c, line_no, v) {
-            out.usage.push(u);
+            out.push_usage(u);
         }
         match ty {
             Some("user" | "assistant") => {

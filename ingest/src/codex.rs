@@ -111,7 +111,7 @@ impl RecordParser for CodexParser {
                     "response_item" => self.item(c, line_no, ts, p, out),
                     "event_msg" if inner == Some("token_count") => {
                         if let Some(u) = token_count(c, line_no, ts, p) {
-                            out.usage.push(u);
+                            out.push_usage(u);
                         }
                     }
                     _ => {}

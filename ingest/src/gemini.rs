@@ -198,7 +198,7 @@ impl GeminiParser {
             .get("tokens")
             .filter(|t| t.is_object() && role == Role::Assistant)
         {
-            out.usage.push(usage(c, &m, t));
+            out.push_usage(usage(c, &m, t));
         }
         let mut parts = Vec::new();
         if role == Role::Assistant {
@@ -345,8 +345,10 @@ fn usage(c: &Common, m: &MessageRow, t: &Value) -> UsageRow {
     UsageRow {
         message_id: Some(m.id.clone()),
         model: m.model.clone(),
-        input: tokens(t, "input").saturating_sub(cached) + tokens(t, "tool"),
-        output: tokens(t, "output") + thoughts,
+        input: tokens(t, "input")
+            .saturating_sub(cached)
+            .saturating_add(tokens(t, "tool")),
+        output: tokens(t, "output").saturating_add(thoughts),
         cache_read: cached,
         reasoning: thoughts,
         ..UsageRow::of(

@@ -227,8 +227,28 @@ pub struct UsageRow {
     pub source_line: u64,
 }
 
-/// A token count at `key` of `v`: a whole number (a float a client wrote is cut), 0 when
-/// absent or negative.
+/// The most tokens one model call is believed to count in any of its fields (ten billion,
+/// thousands of times the largest context window): a row counting more is a client's
+/// bad number, ignored with a skip note ([`FileBatch::push_usage`]), never summed.
+pub const MAX_CALL_TOKENS: u64 = 10_000_000_000;
+
+impl UsageRow {
+    /// The first count over [`MAX_CALL_TOKENS`], named as the usage table names it.
+    fn over_bound(&self) -> Option<(&'static str, u64)> {
+        [
+            ("input", self.input),
+            ("output", self.output),
+            ("cache_write", self.cache_write),
+            ("cache_read", self.cache_read),
+            ("reasoning", self.reasoning),
+        ]
+        .into_iter()
+        .find(|&(_, n)| n > MAX_CALL_TOKENS)
+    }
+}
+
+/// A token count at `key` of `v`: a whole number (a float a client wrote is cut, one too
+/// big for a `u64` becomes `u64::MAX`), 0 when absent or negative.
 pub(crate) fn tokens(v: &serde_json::Value, key: &str) -> u64 {
     v.get(key)
         .and_then(|n| n.as_u64().or_else(|| n.as_f64().map(|f| f.max(0.0) as u64)))
@@ -308,6 +328,24 @@ impl FileBatch {
             self.parts.push(p);
         }
         self.messages.push(m);
+    }
+
+    /// A model call's usage row; one with a count over [`MAX_CALL_TOKENS`] is not kept
+    /// but noted as a skip (its line is kept in records, as it is).
+    pub fn push_usage(&mut self, u: UsageRow) {
+        let Some((field, n)) = u.over_bound() else {
+            return self.usage.push(u);
+        };
+        let skip = Skip {
+            path: u.source_path,
+            line: u.source_line,
+            reason: format!(
+                "usage ignored: {field} of {n} tokens in one call is over the \
+                 {MAX_CALL_TOKENS}-token limit (the line is kept in records)"
+            ),
+        };
+        let examples = self.skips.len();
+        self.skip(skip, examples);
     }
 
     /// Note a skipped line: counted always, kept in full while `examples` allows.

@@ -314,8 +314,7 @@ impl OpenCodeParser {
             .get("tokens")
             .filter(|t| t.is_object() && role == Role::Assistant)
         {
-            out.usage
-                .push(usage(c, &m, t, data.get("cost").and_then(Value::as_f64)));
+            out.push_usage(usage(c, &m, t, data.get("cost").and_then(Value::as_f64)));
         }
         let mut parts = Vec::new();
         let mut said = Vec::new();
@@ -359,7 +358,7 @@ fn usage(c: &Common, m: &MessageRow, t: &Value, cost: Option<f64>) -> UsageRow {
         message_id: Some(m.id.clone()),
         model: m.model.clone(),
         input: tokens(t, "input"),
-        output: tokens(t, "output") + reasoning,
+        output: tokens(t, "output").saturating_add(reasoning),
         cache_write: tokens(cache, "write"),
         cache_read: tokens(cache, "read"),
         reasoning,

@@ -113,3 +113,25 @@ fn gemini_usage_per_answer_replaced_with_its_message() {
     assert_eq!(counts(&u[0]), [50, 12, 0, 20, 3]);
     assert_eq!(u[0].key, "G:a1");
 }
+
+/// A count over the per-call bound (one past `u64` included, as Gemini's input plus tool
+/// tokens or output plus thoughts would overflow) is not kept: the call is noted as a
+/// skip, its line kept, and the calls around it read.
+#[test]
+fn a_count_over_the_bound_is_skipped_not_kept() {
+    let lines = r#"{"sessionId":"G","projectHash":"h","startTime":"2026-03-01T10:00:00Z","kind":"main"}
+{"id":"a1","timestamp":"2026-03-01T10:00:01Z","type":"gemini","content":"x","tokens":{"input":18446744073709551615,"tool":5,"output":1}}
+{"id":"a2","timestamp":"2026-03-01T10:00:02Z","type":"gemini","content":"y","tokens":{"input":1,"output":18446744073709551615,"thoughts":9}}
+{"id":"a3","timestamp":"2026-03-01T10:00:03Z","type":"gemini","content":"z","tokens":{"input":1,"output":1,"cached":1e30}}
+{"id":"a4","timestamp":"2026-03-01T10:00:04Z","type":"gemini","content":"ok","tokens":{"input":4,"output":2}}
+"#;
+    let d = tempfile::tempdir().unwrap();
+    let f = file(&d, "session-2026-03-01T10-00-G.jsonl", GEMINI, lines);
+    let b = read_file(&f, None).batch;
+    assert_eq!(b.usage.len(), 1, "{:#?}", b.usage);
+    assert_eq!(counts(&b.usage[0]), [4, 2, 0, 0, 0]);
+    assert_eq!(b.skipped.get("usage ignored"), Some(&3), "{:?}", b.skips);
+    assert_eq!(b.skips[0].line, 2);
+    assert!(b.skips[0].reason.contains("input of 18446744073709551615"));
+    assert_eq!(b.records.len(), 5);
+}

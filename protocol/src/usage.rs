@@ -64,17 +64,21 @@ pub struct Tokens {
 }
 
 impl Tokens {
+    /// Adds `o`'s counts, each stopping at `u64::MAX` rather than overflowing.
     pub fn add(&mut self, o: &Tokens) {
-        self.input += o.input;
-        self.output += o.output;
-        self.cache_write += o.cache_write;
-        self.cache_read += o.cache_read;
-        self.reasoning += o.reasoning;
+        self.input = self.input.saturating_add(o.input);
+        self.output = self.output.saturating_add(o.output);
+        self.cache_write = self.cache_write.saturating_add(o.cache_write);
+        self.cache_read = self.cache_read.saturating_add(o.cache_read);
+        self.reasoning = self.reasoning.saturating_add(o.reasoning);
     }
 
-    /// Every token counted once (reasoning is inside output).
+    /// Every token counted once (reasoning is inside output), stopping at `u64::MAX`.
     pub fn total(&self) -> u64 {
-        self.input + self.output + self.cache_write + self.cache_read
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.cache_write)
+            .saturating_add(self.cache_read)
     }
 }
 
@@ -109,4 +113,26 @@ pub struct UsageReport {
     /// The price table's date, as its file says.
     pub prices_date: String,
     pub elapsed_ms: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tokens;
+
+    #[test]
+    fn sums_stop_at_the_largest_count_instead_of_overflowing() {
+        let big = Tokens {
+            input: u64::MAX,
+            output: 1,
+            cache_write: 2,
+            cache_read: 3,
+            reasoning: u64::MAX,
+        };
+        assert_eq!(big.total(), u64::MAX);
+        let mut t = big;
+        t.add(&big);
+        assert_eq!(t.input, u64::MAX);
+        assert_eq!(t.output, 2);
+        assert_eq!(t.reasoning, u64::MAX);
+    }
 }

@@ -127,6 +127,9 @@ fn usage_counts_each_call_once_per_client_and_prices_what_it_can() {
     assert_eq!(codex_only["rows"].as_array().unwrap().len(), 1);
     let csv = env.ok(&["usage", "model", "--csv"]);
     assert!(csv.starts_with("group,model,input_tokens"), "{csv}");
+    // A line per model, its model named (a model group's rows have no models under them).
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert!(csv.contains("\ngpt-5,gpt-5,160,30,0,140,4,330,2,"), "{csv}");
     // An agent asks over MCP: the same numbers, and the schema resource names the table.
     crate::mcp::runtime().block_on(async {
         let c = crate::mcp::connect(&env, &[]).await;
@@ -145,6 +148,13 @@ fn usage_counts_each_call_once_per_client_and_prices_what_it_can() {
             table.contains("claude-opus-4-6") && table.contains("gpt-5"),
             "{table}"
         );
+        let csv = c
+            .ok(
+                "pond_usage",
+                serde_json::json!({"group": "model", "format": "csv"}),
+            )
+            .await;
+        assert!(csv.contains("\ngpt-5,gpt-5,160,"), "{csv}");
         let e = c
             .mistake("pond_usage", serde_json::json!({"group": "yearly"}))
             .await;
@@ -181,4 +191,49 @@ fn an_older_store_is_filled_from_its_records() {
     env.ok(&["rebuild", "--usage"]);
     assert_eq!(daily(&env)["totals"], want);
     assert_eq!(daily(&env)["complete"], true);
+}
+
+/// One absurd count a client wrote (over u64, or 1e30 as a float) is not summed: the
+/// call is noted as skipped by the sync and every usage answer still comes, with the
+/// other calls counted.
+#[test]
+fn an_absurd_token_count_is_ignored_not_summed() {
+    let env = Env::new();
+    let project = env.dir.path().join("claude/projects/-w-shop");
+    let line = |uuid: &str, req: &str, usage: &str| {
+        format!(
+            r#"{{"type":"assistant","uuid":"{uuid}","sessionId":"BBBB","requestId":"{req}","timestamp":"2026-03-01T10:00:00Z","message":{{"id":"{req}","role":"assistant","model":"claude-opus-4-6","content":[{{"type":"text","text":"ok"}}],"usage":{usage}}}}}"#
+        )
+    };
+    let text = [
+        line(
+            "b1",
+            "r1",
+            r#"{"input_tokens":18446744073709551615,"output_tokens":1}"#,
+        ),
+        line(
+            "b2",
+            "r2",
+            r#"{"input_tokens":18446744073709551615,"output_tokens":18446744073709551615}"#,
+        ),
+        line(
+            "b3",
+            "r3",
+            r#"{"input_tokens":1,"output_tokens":1,"cache_read_input_tokens":1e30}"#,
+        ),
+        line("b4", "r4", r#"{"input_tokens":7,"output_tokens":3}"#),
+    ]
+    .join("\n");
+    write(&project.join("BBBB.jsonl"), &text);
+    let r = env.sync_with(&project, &["--source", "claude-code"]);
+    assert_eq!(r["skipped_by_reason"]["usage ignored"], 3, "{r:#}");
+    let d = daily(&env);
+    assert_eq!(tokens(&d["totals"]), [7, 3, 0, 0], "{d:#}");
+    assert_eq!(d["totals"]["calls"], 1, "{d:#}");
+    for group in ["model", "session", "monthly"] {
+        env.ok(&["usage", group]);
+    }
+    // The lines themselves are kept.
+    let sql = env.sql_json("SELECT count(*) AS n FROM records");
+    assert_eq!(sql[0]["n"].as_i64(), Some(4), "{sql}");
 }
