@@ -305,3 +305,130 @@ fn mcp_search_finds_exact_text_and_regexes() {
         assert!(t.contains("offset is for exact and regex search"), "{t}");
     });
 }
+
+/// A store of one session whose tool result is `output` (a user's question, then the
+/// result).
+fn store_of(output: &str) -> Env {
+    let env = Env::new();
+    let dir = env.dir.path().join("claude/projects/-home-dev-grep");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines = [
+        line(
+            NEW,
+            "s-u1",
+            "user",
+            "2026-03-02T10:00:00.000Z",
+            json!([{"type": "text", "text": "what does the log say?"}]),
+        ),
+        line(
+            NEW,
+            "s-u2",
+            "user",
+            "2026-03-02T10:00:01.000Z",
+            json!([{"type": "tool_result", "tool_use_id": "tu_1", "content": output}]),
+        ),
+    ];
+    std::fs::write(dir.join(format!("{NEW}.jsonl")), lines.join("\n") + "\n").unwrap();
+    env.sync(&env.dir.path().join("claude"));
+    env
+}
+
+#[test]
+fn a_match_inside_a_secret_is_no_hit_so_a_secret_cannot_be_read_by_guessing() {
+    let env = synced();
+    // The secret's characters, as exact and regex patterns: no hit, not counted.
+    for pattern in ["wJalrXUtnFEMI", "EXAMPLEKEY"] {
+        let v = exact(&env, pattern, &[]);
+        assert_eq!(v["hits"], 0, "{pattern}: {v}");
+        assert_eq!(v["sessions"], json!([]), "{v}");
+    }
+    let v = env.json(&["search", "--mode", "regex", "--json", "wJalr[X]UtnF"]);
+    assert_eq!(v["hits"], 0, "{v}");
+    // The text around it still matches, and revealed, the secret does.
+    assert_eq!(ids(&exact(&env, "zqxsecretline", &[])), ["n-u2"]);
+    let v = env.json(&[
+        "--reveal-secrets",
+        "search",
+        "--mode",
+        "exact",
+        "--json",
+        "wJalrXUtnFEMI",
+    ]);
+    assert_eq!(ids(&v), ["n-u2"]);
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let t = c
+            .ok(
+                "pond_search",
+                json!({"query": "wJalrXUtnFEMI", "mode": "exact"}),
+            )
+            .await;
+        assert!(t.contains("No messages match"), "{t}");
+        assert!(!t.contains("[secret:"), "{t}");
+    });
+}
+
+#[test]
+fn a_secret_far_back_on_a_long_line_is_masked_whole() {
+    // A secret, then 16 KiB on the same line, then an access key: the key's match is
+    // masked, and the first secret's tail is never shown (a region cut 16 KiB before the
+    // match used to start inside it).
+    let secret = "El2hpChYgCfrL1spNxnyVmihA+2O76UMFxFkM+R5";
+    let output = format!(
+        "aws_secret_access_key = {secret} {} AKIAUJZDE8GXD6NCF10E zqxafter",
+        "x".repeat(16_362)
+    );
+    let env = store_of(&output);
+    let v = exact(&env, "AKIAUJZDE8GXD6NC", &[]);
+    assert_eq!(v["hits"], 0, "{v}");
+    let text = env.ok(&["search", "--mode", "exact", "AKIAUJZDE8GXD6NC"]);
+    assert!(!text.contains("UMFxFkM"), "{text}");
+    // Found beside it, the line shows placeholders only.
+    let v = exact(&env, "zqxafter", &[]);
+    assert_eq!(ids(&v), ["s-u2"]);
+    let line = v["sessions"][0]["hits"][0]["line"].as_str().unwrap();
+    assert!(line.contains("[secret:aws-access-key:"), "{line}");
+    assert!(
+        !line.contains("UMFxFkM") && !line.contains("AKIAUJZ"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_matched_line_is_shown_without_control_characters() {
+    let env = store_of(
+        "ok\n\u{1b}[31mzqxred\u{1b}[0m then \u{202e}evil\rover\u{1b}]0;title\u{7} end\nnext",
+    );
+    let v = exact(&env, "zqxred", &[]);
+    assert_eq!(ids(&v), ["s-u2"]);
+    let hit = &v["sessions"][0]["hits"][0];
+    assert_eq!(hit["line"], "zqxred then evil over end", "{v}");
+    assert_eq!(hit["line_number"], 2);
+    let text = env.ok(&["search", "--mode", "exact", "zqxred"]);
+    for c in ['\u{1b}', '\u{202e}', '\r', '\u{7}'] {
+        assert!(!text.contains(c), "{c:?} in {text:?}");
+    }
+}
+
+#[test]
+fn without_the_n_gram_index_the_scan_limit_applies_and_says_to_sync() {
+    let env = Env::new();
+    let claude = home(env.dir.path());
+    env.sync_with(&claude, &["--no-index"]);
+    let small = [("POND_GREP_SCAN_MAX_MESSAGES", "1")];
+    for pattern in ["ab", "lockfile"] {
+        let err = env.fails_with(&["search", "--mode", "exact", pattern], &small);
+        assert!(
+            err.contains("index for exact and regex search is not built"),
+            "{err}"
+        );
+        assert!(err.contains("pond sync"), "{err}");
+    }
+    // Within the limit, the scan finds it.
+    let v = env.json(&["search", "--mode", "exact", "--json", "ERR_PNPM_OUTDATED"]);
+    assert_eq!(ids(&v), ["n-u2", "o-u1"]);
+    // Once synced with the index, the literal is looked up.
+    env.sync(&claude);
+    let v = env.json_with(&["search", "--mode", "exact", "--json", "lockfile"], &small);
+    assert!(!ids(&v).is_empty(), "{v}");
+}

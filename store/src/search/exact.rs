@@ -61,8 +61,6 @@ const MAX_CANDIDATES: usize = 1_000_000;
 pub const LINE_CHARS: usize = 240;
 /// Characters of context kept before a match when its line is cut.
 const LINE_BEFORE: usize = 80;
-/// Bytes around a match that are masked and cut from (a minified file may be one line).
-const LINE_REGION_BYTES: usize = 16 * 1024;
 /// Parts whose text is read at once while candidates are checked (a tool result may be
 /// megabytes).
 const CHECK_CHUNK: usize = 16;
@@ -327,13 +325,14 @@ pub async fn grep(store: &Store, job: &GrepJob) -> Result<GrepResults> {
     };
     // Candidates from the indexes, or (no usable literal) every part of a small scope.
     let (mut cands, metas) = match indexed(&parts, &need).await? {
-        Some(ids) => {
+        Narrowed::Rows(ids) => {
             let mut cands = keys_of(&parts, &ids, job).await?;
             cands.extend(unindexed_keys(&parts, job).await?);
             let metas = metas_of(&messages, &cands, &scope).await?;
             (cands, metas)
         }
-        None => scope_scan(&messages, &parts, &scope, job).await?,
+        Narrowed::NoLiteral => scope_scan(&messages, &parts, &scope, job, false).await?,
+        Narrowed::NoIndex => scope_scan(&messages, &parts, &scope, job, true).await?,
     };
     cands.retain(|c| metas.contains_key(&(c.session_id.clone(), c.message_id.clone())));
     out.candidates = cands.len() as u64;
@@ -379,7 +378,7 @@ pub async fn grep(store: &Store, job: &GrepJob) -> Result<GrepResults> {
             let found = [text, body]
                 .into_iter()
                 .flatten()
-                .find_map(|t| re.find(&t).map(|m| shown_line(&t, m.range(), &re, job)));
+                .find_map(|t| found_line(&t, &re, job));
             let Some((line, line_number)) = found else {
                 continue;
             };
@@ -430,12 +429,26 @@ fn scope_filter(filters: &SearchFilters, role: Option<&str>) -> Result<String> {
     Ok(parts.join(" AND "))
 }
 
-/// Row ids of the parts whose text or body holds every literal `need` asks for, sorted;
-/// `None` when the index cannot narrow it (no literal of three letters or digits).
-async fn indexed(parts: &Dataset, need: &Need) -> Result<Option<Vec<u64>>> {
+/// What the n-gram indexes make of a pattern.
+enum Narrowed {
+    /// Row ids of the parts whose text or body holds every literal the pattern needs, sorted.
+    Rows(Vec<u64>),
+    /// The pattern has no literal of three letters or digits to look up.
+    NoLiteral,
+    /// An n-gram index is not built (a store synced with `--no-index`, one made before the
+    /// indexes, or one being rebuilt): nothing is known of any part.
+    NoIndex,
+}
+
+/// The parts whose text or body may hold a match, by the n-gram indexes.
+async fn indexed(parts: &Dataset, need: &Need) -> Result<Narrowed> {
     let mut lits = Vec::new();
     need.literals(&mut lits);
     let indices = parts.load_indices().await?;
+    let built = |name: &str| indices.iter().any(|i| i.name == name);
+    if !NGRAM_INDEXES.iter().all(|(_, name)| built(name)) {
+        return Ok(Narrowed::NoIndex);
+    }
     let mut found: HashMap<String, Option<Vec<u64>>> = HashMap::new();
     for lit in lits {
         if found.contains_key(lit) {
@@ -466,17 +479,17 @@ async fn indexed(parts: &Dataset, need: &Need) -> Result<Option<Vec<u64>>> {
         }
         found.insert(lit.to_owned(), ids);
     }
-    let ids = need.eval(&found);
-    if let Some(ids) = &ids {
-        if ids.len() > MAX_CANDIDATES {
-            return Err(StoreError::InvalidQuery(format!(
-                "{} parts hold the pattern's letters (over {MAX_CANDIDATES}): search for a \
-                 longer or rarer literal, or narrow with filters",
-                ids.len()
-            )));
-        }
+    let Some(ids) = need.eval(&found) else {
+        return Ok(Narrowed::NoLiteral);
+    };
+    if ids.len() > MAX_CANDIDATES {
+        return Err(StoreError::InvalidQuery(format!(
+            "{} parts hold the pattern's letters (over {MAX_CANDIDATES}): search for a \
+             longer or rarer literal, or narrow with filters",
+            ids.len()
+        )));
     }
-    Ok(ids)
+    Ok(Narrowed::Rows(ids))
 }
 
 const KEY_COLUMNS: [&str; 6] = [
@@ -635,15 +648,26 @@ async fn metas_of(
     Ok(out)
 }
 
-/// No literal to look up: every part of the scope, if it is small enough to check.
+/// No literal to look up, or no index to look it up in (`no_index`): every part of the
+/// scope, if it is small enough to check.
 async fn scope_scan(
     messages: &Dataset,
     parts: &Dataset,
     scope: &str,
     job: &GrepJob,
+    no_index: bool,
 ) -> Result<(Vec<Candidate>, HashMap<(String, String), MessageMeta>)> {
     let in_scope = messages.count_rows(Some(scope.to_owned())).await?;
     let max = scan_max_messages();
+    if in_scope > max && no_index {
+        return Err(StoreError::InvalidQuery(format!(
+            "the store's n-gram index for exact and regex search is not built (synced with \
+             --no-index, made before the index existed, or being rebuilt), so every message \
+             in scope would be read, and the scope holds {in_scope} messages (at most {max} \
+             are read without the index): run `pond sync` (or `pond rebuild`) to build it, \
+             or narrow the scope with a session, a project, a client or dates"
+        )));
+    }
     if in_scope > max {
         return Err(StoreError::InvalidQuery(format!(
             "{:?} holds no literal of 3 or more letters or digits (ASCII) that the index can \
@@ -699,35 +723,42 @@ async fn texts_of(
         .collect())
 }
 
-/// The line (or lines) of a match, its 1-based number, masked unless revealed and cut to
-/// [`LINE_CHARS`] around the match on character boundaries.
-fn shown_line(text: &str, m: Range<usize>, re: &Regex, job: &GrepJob) -> (String, u64) {
+/// The first match in `t` and its line ([`shown_line`]), looked for in the masked text
+/// unless secrets are revealed: a match inside a secret is no hit (else a pattern could
+/// read a secret a character at a time by whether it is found).
+fn found_line(t: &str, re: &Regex, job: &GrepJob) -> Option<(String, u64)> {
+    if !re.is_match(t) {
+        return None;
+    }
+    // The whole text is masked, not a region around the match: a region's edge could cut
+    // a secret, and the masker would not know its tail.
+    let text = if job.reveal_secrets {
+        std::borrow::Cow::Borrowed(t)
+    } else {
+        pond_mask::mask(t)
+    };
+    let m = re.find(&text)?;
+    Some(shown_line(&text, m.range()))
+}
+
+/// The line (or lines) of a match in `text` (masked already unless revealed), its 1-based
+/// number, as one line of plain text ([`crate::sessions::title::plain`]: no control
+/// characters or escape sequences) cut to [`LINE_CHARS`] around the match on character
+/// boundaries.
+fn shown_line(text: &str, m: Range<usize>) -> (String, u64) {
     let start = text[..m.start].rfind('\n').map_or(0, |i| i + 1);
     let end = text[m.end..].find('\n').map_or(text.len(), |i| m.end + i);
     let number = text[..start].matches('\n').count() as u64 + 1;
-    // A region around the match (a minified file may be one long line), masked whole.
-    let from = text.floor_char_boundary(m.start.saturating_sub(LINE_REGION_BYTES).max(start));
-    let to = text.ceil_char_boundary((m.end + LINE_REGION_BYTES).min(end));
-    let region = text[from..to].trim_end_matches('\r');
-    let region = if job.reveal_secrets {
-        std::borrow::Cow::Borrowed(region)
-    } else {
-        pond_mask::mask(region)
-    };
-    // The match again in the masked text (gone if it was inside a secret).
-    let at = re.find(&region).map_or(0..0, |m| m.range());
-    let line = window(&region, at);
-    let cut_before = from > start;
-    let cut_after = to < end;
-    let mut shown = String::new();
-    if cut_before && !line.starts_with('…') {
-        shown.push('…');
-    }
-    shown.push_str(&line);
-    if cut_after && !line.ends_with('…') {
-        shown.push('…');
-    }
-    (shown, number)
+    let end = end.max(m.end);
+    let line = text[start..end].trim_end_matches('\r');
+    let end = start + line.len();
+    // Each side made plain apart, so the match's place is known in the plain line.
+    let plain = crate::sessions::title::plain;
+    let before = plain(&text[start..m.start]);
+    let matched = plain(&text[m.start..m.end.min(end).max(m.start)]);
+    let after = plain(&text[m.end.min(end).max(m.start)..end]);
+    let at = before.len()..before.len() + matched.len();
+    (window(&format!("{before}{matched}{after}"), at), number)
 }
 
 /// At most [`LINE_CHARS`] characters of `line` around `m` (from [`LINE_BEFORE`] characters

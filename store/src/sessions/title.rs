@@ -51,10 +51,16 @@ pub fn shown(title: &str) -> Option<String> {
     (!line.is_empty()).then(|| shorten(&pond_mask::mask(&line), TITLE_COLUMNS))
 }
 
-/// `s` as one line of text, as a terminal would show it: an escape sequence (`ESC [ … m`,
-/// `ESC ] … BEL`) and a text direction override left out, every other control character
-/// (a line end, a tab) a space, runs of white space one space.
+/// `s` as one line of text, as a terminal would show it ([`plain`]), runs of white space
+/// one space.
 fn one_line(s: &str) -> String {
+    plain(s).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `s` as plain text safe to print: an escape sequence (`ESC [ … m`, `ESC ] … BEL`) and a
+/// text direction override left out, every other control character (a line end, a tab, a
+/// carriage return) a space. Titles and exact search's matched lines are shown through it.
+pub fn plain(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -81,7 +87,7 @@ fn one_line(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
+    out
 }
 
 /// How the masker's placeholder opens (`[secret:github-token:…e1f8]`).
