@@ -432,3 +432,38 @@ fn without_the_n_gram_index_the_scan_limit_applies_and_says_to_sync() {
     let v = env.json_with(&["search", "--mode", "exact", "--json", "lockfile"], &small);
     assert!(!ids(&v).is_empty(), "{v}");
 }
+
+#[test]
+fn an_offset_past_the_last_match_says_where_the_last_page_starts() {
+    let env = synced();
+    // Five messages hold "lockfile".
+    let text = env.ok(&[
+        "search", "--mode", "exact", "lockfile", "--limit", "2", "--offset", "99999",
+    ]);
+    assert!(
+        text.contains("offset 99999 is past the last of the 5 that match \"lockfile\"")
+            && text.contains("the last page starts at offset 4."),
+        "{text}"
+    );
+    // Nothing past an offset when nothing matches at all.
+    let text = env.ok(&["search", "--mode", "exact", "zqxnowhere", "--offset", "3"]);
+    assert!(text.contains("No messages match \"zqxnowhere\""), "{text}");
+    assert!(!text.contains("past the"), "{text}");
+    // One session is one session.
+    let text = env.ok(&["search", "--mode", "exact", "0x7ffd3c2a"]);
+    assert!(text.contains("in 1 session, newest first."), "{text}");
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let t = c
+            .ok(
+                "pond_search",
+                json!({"query": "lockfile", "mode": "exact", "offset": 99999}),
+            )
+            .await;
+        assert!(
+            t.contains("offset 99999 is past the last of the 5 that match")
+                && t.contains("the last page starts at offset 0."),
+            "{t}"
+        );
+    });
+}

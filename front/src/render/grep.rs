@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use pond_protocol::grep::GrepResults;
 
+use super::sessions::count;
 use super::{indent, time, title_suffix};
 
 /// The results; `next` says how to ask for the next page (`--offset N`, `offset: N`).
@@ -14,17 +15,22 @@ pub fn results(r: &GrepResults, next: fn(u64) -> String) -> String {
         let _ = writeln!(out, "Note: {note}.");
     }
     let how = how(r);
+    if r.hits == 0 && r.offset > 0 && r.matched > 0 {
+        let limit = r.limit.max(1);
+        let last_page = (r.matched - 1) / limit * limit;
+        let _ = writeln!(
+            out,
+            "No messages on this page: offset {} is past the last of the {} that match {:?} \
+             ({how}); the last page starts at offset {last_page}.",
+            r.offset, r.matched, r.pattern,
+        );
+        return out;
+    }
     if r.hits == 0 {
         let _ = writeln!(
             out,
-            "No messages match {:?} ({how}){}; {} candidate parts checked.",
-            r.pattern,
-            if r.offset > 0 {
-                format!(" past the first {}", r.offset)
-            } else {
-                String::new()
-            },
-            r.checked,
+            "No messages match {:?} ({how}); {} candidate parts checked.",
+            r.pattern, r.checked,
         );
         if !r.include_tools {
             let _ = writeln!(
@@ -64,11 +70,11 @@ pub fn results(r: &GrepResults, next: fn(u64) -> String) -> String {
     let first = r.offset + 1;
     let _ = writeln!(
         out,
-        "Messages {}-{} matching {:?} ({how}), in {} sessions, newest first.{}",
+        "Messages {}-{} matching {:?} ({how}), in {}, newest first.{}",
         first,
         r.offset + r.hits,
         r.pattern,
-        r.sessions.len(),
+        count(r.sessions.len(), "session"),
         if r.more {
             format!(" More: {}.", next(r.offset + r.hits))
         } else {

@@ -21,7 +21,7 @@ fn size(bytes: u64) -> String {
 }
 
 /// `n` and what it counts, plural but for one.
-fn count(n: usize, what: &str) -> String {
+pub(super) fn count(n: usize, what: &str) -> String {
     match n {
         1 => format!("1 {what}"),
         n => format!("{n} {what}s"),

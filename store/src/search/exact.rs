@@ -405,6 +405,8 @@ pub async fn grep(store: &Store, job: &GrepJob) -> Result<GrepResults> {
         }
     }
     out.more = seen > want;
+    out.matched = seen as u64;
+    out.limit = job.limit.max(1);
     page.truncate(job.limit.max(1) as usize);
     out.hits = page.len() as u64;
     out.sessions = group(store, page, &metas).await?;
