@@ -15,6 +15,10 @@ const EMBEDDED: &str = include_str!("../prices.json");
 /// Tokens of one kind in one call past which `above_200k` rates apply.
 pub const TIER_TOKENS: u64 = 200_000;
 
+/// The highest rate a price file may give, USD per million tokens: far above any model's,
+/// low enough that a cost summed over the store stays a finite number.
+pub const MAX_RATE: f64 = 10_000.0;
+
 /// USD per million tokens of each kind.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,6 +54,7 @@ struct PriceFile {
 pub struct PriceTable {
     /// The table's date (an override file's when one is given).
     pub date: String,
+    /// By model name in lower case.
     by_model: HashMap<String, Price>,
 }
 
@@ -83,10 +88,28 @@ fn parse(text: &str, origin: &str) -> Result<PriceFile> {
         ))
     })?;
     for p in &file.models {
-        let rates = [p.input, p.output, p.cache_write, p.cache_read];
-        if rates.iter().any(|r| !r.is_finite() || *r < 0.0) {
+        let base = [
+            ("input", p.input),
+            ("output", p.output),
+            ("cache_write", p.cache_write),
+            ("cache_read", p.cache_read),
+        ];
+        let tier = p.above_200k.map(|a| {
+            [
+                ("above_200k.input", a.input),
+                ("above_200k.output", a.output),
+                ("above_200k.cache_write", a.cache_write),
+                ("above_200k.cache_read", a.cache_read),
+            ]
+        });
+        let bad = base
+            .into_iter()
+            .chain(tier.into_iter().flatten())
+            .find(|(_, r)| !(0.0..=MAX_RATE).contains(r));
+        if let Some((field, _)) = bad {
             return Err(StoreError::InvalidQuery(format!(
-                "{origin}: the prices of {} must be numbers of at least 0",
+                "{origin}: {}'s {field} must be a number from 0 to {MAX_RATE} (USD per \
+                 million tokens)",
                 p.model
             )));
         }
@@ -104,22 +127,25 @@ impl PriceTable {
             by_model: base
                 .models
                 .into_iter()
-                .map(|p| (p.model.clone(), p))
+                .map(|p| (p.model.to_lowercase(), p))
                 .collect(),
         };
         if let Some(text) = overrides {
             let extra = parse(text, "the --prices file")?;
             table.date = extra.date;
             for p in extra.models {
-                table.by_model.insert(p.model.clone(), p);
+                table.by_model.insert(p.model.to_lowercase(), p);
             }
         }
         Ok(table)
     }
 
-    /// The price of `model`: by its name, else without a trailing `-YYYYMMDD` date, else
-    /// without a `provider/` prefix. Nothing else is tried: a near name is not a price.
+    /// The price of `model`: by its name in any case, else without a trailing `-YYYYMMDD`
+    /// date, else without a `provider/` prefix. Nothing else is tried: a near name is not
+    /// a price.
     pub fn find(&self, model: &str) -> Option<&Price> {
+        let model = model.to_lowercase();
+        let model = model.as_str();
         let undated = |m: &str| -> Option<String> {
             let (head, tail) = m.rsplit_once('-')?;
             (tail.len() == 8 && tail.bytes().all(|b| b.is_ascii_digit())).then(|| head.to_owned())
@@ -194,6 +220,43 @@ mod tests {
         assert!(
             bad.contains("--prices") && bad.contains("missing field"),
             "{bad}"
+        );
+    }
+
+    #[test]
+    fn a_rate_past_the_bound_is_refused_naming_the_model_and_field() {
+        let file = |output: &str, tier: &str| {
+            format!(
+                r#"{{"date": "2027-01-01", "models": [{{"model": "huge", "input": 1, "output": {output}, "cache_write": 0, "cache_read": 0, {tier}"source": "me", "date": "2027-01-01"}}]}}"#
+            )
+        };
+        let e = PriceTable::with_overrides(Some(&file("1e300", "")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("huge's output must be a number from 0 to 10000"),
+            "{e}"
+        );
+        let tier =
+            r#""above_200k": {"input": 1, "output": 1, "cache_write": 1, "cache_read": 20000}, "#;
+        let e = PriceTable::with_overrides(Some(&file("1", tier)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("huge's above_200k.cache_read must"), "{e}");
+        let at_bound = PriceTable::with_overrides(Some(&file("10000", ""))).unwrap();
+        assert_eq!(at_bound.find("huge").unwrap().output, MAX_RATE);
+    }
+
+    #[test]
+    fn model_names_match_in_any_case() {
+        let file = r#"{"date": "2027-01-01", "models": [
+            {"model": "GLM-5.1", "input": 1, "output": 2, "cache_write": 0, "cache_read": 0.5, "source": "me", "date": "2027-01-01"}]}"#;
+        let t = PriceTable::with_overrides(Some(file)).unwrap();
+        assert_eq!(t.find("glm-5.1").unwrap().model, "GLM-5.1");
+        assert_eq!(t.find("zai/Glm-5.1").unwrap().output, 2.0);
+        assert_eq!(
+            t.find("Claude-Haiku-4-5-20251001").unwrap().model,
+            "claude-haiku-4-5"
         );
     }
 }

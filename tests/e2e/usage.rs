@@ -237,3 +237,32 @@ fn an_absurd_token_count_is_ignored_not_summed() {
     let sql = env.sql_json("SELECT count(*) AS n FROM records");
     assert_eq!(sql[0]["n"].as_i64(), Some(4), "{sql}");
 }
+
+/// A `--prices` rate past the bound is refused, naming the model and the field (it made
+/// `$inf` in the table and no price in JSON); a price file's model matches in any case.
+#[test]
+fn a_price_file_is_checked_and_matches_models_in_any_case() {
+    let env = Env::new();
+    let (claude, _) = homes(&env);
+    env.sync_with(&claude.join("projects"), &["--source", "claude-code"]);
+    let prices = env.dir.path().join("prices.json");
+    let file = |model: &str, output: &str| {
+        format!(
+            r#"{{"date": "2027-01-01", "models": [{{"model": "{model}", "input": 0, "output": {output}, "cache_write": 0, "cache_read": 0, "source": "me", "date": "2027-01-01"}}]}}"#
+        )
+    };
+    write(&prices, &file("LOCAL-Model-7B", "1e300"));
+    let p = prices.to_str().unwrap();
+    let e = env.fails(&["usage", "--prices", p, "--json"]);
+    assert!(
+        e.contains("LOCAL-Model-7B's output must be a number from 0 to 10000"),
+        "{e}"
+    );
+    write(&prices, &file("LOCAL-Model-7B", "1000000"));
+    let e = env.fails(&["usage", "--prices", p]);
+    assert!(e.contains("output must be a number from 0"), "{e}");
+    // The same model in another case is priced.
+    write(&prices, &file("LOCAL-Model-7B", "1000"));
+    let d = env.json(&["usage", "--prices", p, "--json"]);
+    assert_eq!(d["unpriced_models"], serde_json::json!([]), "{d:#}");
+}
