@@ -46,12 +46,13 @@ pub struct GrepResults {
     /// Another page follows (ask again with `offset + hits`).
     pub more: bool,
     /// Messages found to match, those skipped by `offset` included, when checking stopped:
-    /// all of them unless `more` is set or a note says the time ran out.
+    /// all of them unless `more` is set or a note says the time ran out. (`u32`, as
+    /// candidates are at most a million: `Output`, which holds the results, stays small.)
     #[serde(default)]
-    pub matched: u64,
+    pub matched: u32,
     /// The page's size asked for (where the last page starts, past the end).
     #[serde(default)]
-    pub limit: u64,
+    pub limit: u32,
     /// Parts the index (or the scan of a small scope) gave as candidates, and how many of
     /// them were checked.
     pub candidates: u64,

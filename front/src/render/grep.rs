@@ -16,8 +16,8 @@ pub fn results(r: &GrepResults, next: fn(u64) -> String) -> String {
     }
     let how = how(r);
     if r.hits == 0 && r.offset > 0 && r.matched > 0 {
-        let limit = r.limit.max(1);
-        let last_page = (r.matched - 1) / limit * limit;
+        let limit = u64::from(r.limit.max(1));
+        let last_page = (u64::from(r.matched) - 1) / limit * limit;
         let _ = writeln!(
             out,
             "No messages on this page: offset {} is past the last of the {} that match {:?} \

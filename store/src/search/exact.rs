@@ -405,8 +405,9 @@ pub async fn grep(store: &Store, job: &GrepJob) -> Result<GrepResults> {
         }
     }
     out.more = seen > want;
-    out.matched = seen as u64;
-    out.limit = job.limit.max(1);
+    // At most MAX_CANDIDATES (a million) matched; a page is far smaller.
+    out.matched = u32::try_from(seen).unwrap_or(u32::MAX);
+    out.limit = u32::try_from(job.limit.max(1)).unwrap_or(u32::MAX);
     page.truncate(job.limit.max(1) as usize);
     out.hits = page.len() as u64;
     out.sessions = group(store, page, &metas).await?;
@@ -938,13 +939,29 @@ mod tests {
         let job = GrepJob::default();
         let re = Regex::new("needle").unwrap();
         let text = "first\nsecond with needle here\r\nthird";
-        let at = text.find("needle").unwrap();
-        let (line, n) = shown_line(text, at..at + 6, &re, &job);
+        let (line, n) = found_line(text, &re, &job).unwrap();
         assert_eq!((line.as_str(), n), ("second with needle here", 2));
         let secret = "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY needle";
-        let at = secret.find("needle").unwrap();
-        let (line, _) = shown_line(secret, at..at + 6, &re, &job);
+        let (line, _) = found_line(secret, &re, &job).unwrap();
         assert!(!line.contains("wJalrXUtnFEMI"), "{line}");
         assert!(line.contains("needle"), "{line}");
+        // A match inside the secret is none, unless secrets are revealed.
+        let inside = Regex::new("EXAMPLEKEY").unwrap();
+        assert_eq!(found_line(secret, &inside, &job), None);
+        let reveal = GrepJob {
+            reveal_secrets: true,
+            ..GrepJob::default()
+        };
+        assert!(found_line(secret, &inside, &reveal).is_some());
+    }
+
+    #[test]
+    fn the_matched_line_is_one_line_without_control_characters() {
+        let re = Regex::new("b").unwrap();
+        let text = "a\u{1b}[1mb\u{1b}[0m\u{202e}c\td";
+        let at = text.find('b').unwrap();
+        let (line, n) = shown_line(text, at..at + 1);
+        assert_eq!((line.as_str(), n), ("abc d", 1));
+        assert!(re.is_match(&line));
     }
 }
