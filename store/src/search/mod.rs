@@ -201,6 +201,14 @@ pub fn check(req: &SearchRequest) -> Result<(Query, SearchFilters)> {
             query::SYNTAX_HINT
         )));
     }
+    if req.mode == SearchMode::Fts && parsed.terms() > query::MAX_TERMS {
+        return Err(StoreError::InvalidQuery(format!(
+            "the query has {} terms, over the {} a full-text query may hold: search with the \
+             words that matter (or --mode vector for a passage)",
+            parsed.terms(),
+            query::MAX_TERMS
+        )));
+    }
     let mut filters = req.filters.clone();
     parsed.merge_into(&mut filters)?;
     filters.check_range()?;

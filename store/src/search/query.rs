@@ -62,7 +62,8 @@ pub struct InlineFilters {
     pub to: Option<i64>,
 }
 
-/// The most terms (words, phrases, prefixes) a query may hold.
+/// The most terms (words, phrases, prefixes) a full-text query may hold (a vector query is
+/// embedded whole: a message's text finds messages like it).
 pub const MAX_TERMS: usize = 64;
 
 /// The filter names a query may hold (`name:value`), for the syntax help.
@@ -79,6 +80,11 @@ impl Query {
     pub fn plain_text(&self) -> String {
         let words: Vec<&str> = self.must.iter().flatten().map(Term::text).collect();
         words.join(" ")
+    }
+
+    /// The terms, wanted and excluded.
+    pub fn terms(&self) -> usize {
+        self.must.iter().flatten().count() + self.must_not.len()
     }
 
     /// Whether any term, wanted or excluded, is of this kind.
@@ -249,15 +255,6 @@ pub fn parse(text: &str) -> Result<Query> {
         return Err(invalid(
             "NOT ends the query: put the word to exclude after it".into(),
         ));
-    }
-    let terms = pieces
-        .iter()
-        .filter(|p| matches!(p, Piece::Term { .. }))
-        .count();
-    if terms > MAX_TERMS {
-        return Err(invalid(format!(
-            "the query has {terms} terms, over the {MAX_TERMS} a query may hold: search with the words that matter"
-        )));
     }
     join(pieces, &mut query)?;
     if query.must.is_empty() && !query.must_not.is_empty() {
