@@ -415,8 +415,10 @@ fn gemini_default_home_is_synced_searched_and_read_over_mcp() {
                 json!({"id": "eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee"}),
             )
             .await;
+        // The messages, after the header (whose title is the first prompt).
+        let messages = resumed.split_once("\n\n").map_or(&resumed[..], |(_, m)| m);
         for seen in ["five idle minutes", "show the date too", "weekday and date"] {
-            assert_eq!(resumed.matches(seen).count(), 1, "{seen:?} in:\n{resumed}");
+            assert_eq!(messages.matches(seen).count(), 1, "{seen:?} in:\n{resumed}");
         }
         c.service.cancel().await.unwrap();
     });
