@@ -112,7 +112,7 @@ fn a_store_holding_a_file_under_two_spellings_is_repaired_by_the_next_sync() {
     let text = env.ok(&["sync", "--path", env.sources().to_str().unwrap()]);
     assert!(!text.contains("upgraded"), "repaired once: {text}");
     // Each message once (c-u2 and c-a3), in the session that owns it.
-    let hits = env.json(&["search", "drift by a cent", "--json"]);
+    let hits = env.json(&["search", "drift OR cent", "--json"]);
     assert_eq!(hits["hits"], 2, "{hits}");
     assert_eq!(hits["sessions"].as_array().unwrap().len(), 1, "{hits}");
     assert_eq!(
