@@ -17,7 +17,8 @@ fn syncs_fixtures_and_is_idempotent() {
         "the replayed uuid is stored once"
     );
     assert_eq!(r["skipped"], 0);
-    assert_eq!(r["indexes_created"], 5);
+    // Messages' full-text and three B-trees, parts' B-tree and two n-gram indexes.
+    assert_eq!(r["indexes_created"], 7);
     assert_eq!(env.count("sessions"), 5);
     assert_eq!(env.count("messages"), 23);
 
@@ -286,7 +287,7 @@ fn a_resumed_copy_at_the_same_lines_keeps_its_session_whole_and_is_searched_once
     assert!(!copy.is_empty());
     assert_eq!(copy, page("11111111-1111-4111-8111-111111111111"));
     // Each message once (c-u2 and c-a3), in the session that owns it.
-    let hits = env.json(&["search", "drift by a cent", "--json"]);
+    let hits = env.json(&["search", "drift OR cent", "--json"]);
     assert_eq!(hits["hits"], 2, "{hits}");
     assert_eq!(hits["sessions"].as_array().unwrap().len(), 1, "{hits}");
     assert_eq!(
@@ -312,7 +313,12 @@ fn stored_rows(env: &Env, src: &std::path::Path) -> String {
         for row in rows.as_array_mut().unwrap() {
             if let Some(c) = row.get("cursor").and_then(|c| c.as_str()) {
                 let mut cursor: serde_json::Value = serde_json::from_str(c).unwrap();
-                cursor.as_object_mut().unwrap().remove("mtime_ns");
+                let cursor_fields = cursor.as_object_mut().unwrap();
+                cursor_fields.remove("mtime_ns");
+                // What a Codex file's usage needs on its next read (issue 40): new state in
+                // the cursor, not a change to what is stored of the file.
+                cursor_fields.remove("model");
+                cursor_fields.remove("usage_total");
                 row["cursor"] = cursor;
             }
         }
