@@ -6,7 +6,7 @@ use std::fmt::Write;
 use pond_protocol::grep::GrepResults;
 
 use super::sessions::count;
-use super::{indent, time, title_suffix};
+use super::{indent, session_heading, time};
 
 /// The results; `next` says how to ask for the next page (`--offset N`, `offset: N`).
 pub fn results(r: &GrepResults, next: fn(u64) -> String) -> String {
@@ -41,14 +41,13 @@ pub fn results(r: &GrepResults, next: fn(u64) -> String) -> String {
         return out;
     }
     for (n, s) in r.sessions.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "{}. session {}{}\n   project {} · {}",
-            n + 1,
-            s.session_id,
-            title_suffix(s.title.as_deref()),
-            s.project.as_deref().unwrap_or("-"),
-            s.source_agent,
+        session_heading(
+            &mut out,
+            n,
+            &s.session_id,
+            s.title.as_deref(),
+            s.project.as_deref(),
+            &s.source_agent,
         );
         for h in &s.hits {
             let part = match &h.tool_name {

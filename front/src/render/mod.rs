@@ -57,6 +57,25 @@ fn title_suffix(title: Option<&str>) -> String {
     title.map(|t| format!(" · {t}")).unwrap_or_default()
 }
 
+/// The `n`th (from 0) session of a search's answer: its id and title, then its project and
+/// client; full-text and exact search show their hits under it alike.
+fn session_heading(
+    out: &mut String,
+    n: usize,
+    id: &str,
+    title: Option<&str>,
+    project: Option<&str>,
+    agent: &str,
+) {
+    let _ = writeln!(
+        out,
+        "{}. session {id}{}\n   project {} · {agent}",
+        n + 1,
+        title_suffix(title),
+        project.unwrap_or("-"),
+    );
+}
+
 fn indent(text: &str, pad: &str) -> String {
     text.lines()
         .map(|l| format!("{pad}{l}"))
@@ -92,14 +111,13 @@ pub fn search(r: &SearchResults) -> String {
         return out;
     }
     for (n, s) in r.sessions.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "{}. session {}{}\n   project {} · {}",
-            n + 1,
-            s.session_id,
-            title_suffix(s.title.as_deref()),
-            s.project.as_deref().unwrap_or("-"),
-            s.source_agent,
+        session_heading(
+            &mut out,
+            n,
+            &s.session_id,
+            s.title.as_deref(),
+            s.project.as_deref(),
+            &s.source_agent,
         );
         for h in &s.hits {
             let _ = writeln!(
