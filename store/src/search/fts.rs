@@ -124,7 +124,7 @@ pub(super) async fn rank_fts(
 }
 
 /// One term as a Lance leaf. A phrase is its words, all required (the index keeps no
-/// positions; `Query::phrases_hold` checks the order in the hit's text).
+/// positions; `check` reads the order in the hit's text).
 fn leaf(term: &Term) -> FtsQuery {
     let m = match term {
         Term::Word(t) | Term::Phrase(t) => {
