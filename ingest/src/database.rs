@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::common::{now_ms, MAX_LINE_BYTES, STALE_MS};
-use crate::cursor::{FileCursor, RowCursor};
+use crate::file_cursor::{FileCursor, RowCursor};
 use crate::model::Skip;
 use crate::outcome::{failed, ReadMode, ReadOutcome};
 use crate::pass::Pass;

@@ -19,7 +19,6 @@ pub mod claude;
 pub mod codex;
 mod common;
 pub mod copilot;
-mod cursor;
 pub mod cursor_agent;
 pub mod cursor_ide;
 #[cfg(test)]
@@ -27,6 +26,7 @@ mod cursor_ide_tests;
 mod cursor_text;
 mod database;
 pub mod discover;
+mod file_cursor;
 pub mod gemini;
 mod json;
 pub mod model;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::cursor::FileCursor;
+use crate::file_cursor::FileCursor;
 use crate::model::{FileBatch, Skip};
 use crate::source::SourceFile;
 

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::common::{Common, MAX_LINE_BYTES};
-use crate::cursor::FileCursor;
+use crate::file_cursor::FileCursor;
 use crate::model::{FileBatch, PartRow, RecordRow, SessionRow, Skip};
 use crate::source::{RecordParser, Source, SourceFile, SourceKind};
 

@@ -8,8 +8,8 @@ use std::time::UNIX_EPOCH;
 use xxhash_rust::xxh3::xxh3_64;
 
 pub use crate::common::MAX_LINE_BYTES;
-pub use crate::cursor::FileCursor;
 pub use crate::database::HeldDatabases;
+pub use crate::file_cursor::FileCursor;
 use crate::model::FileBatch;
 pub(crate) use crate::outcome::failed;
 pub use crate::outcome::{ReadMode, ReadOutcome};
