@@ -5,22 +5,18 @@
 //! records become system messages. Titles come from `custom-title`, `ai-title` and 1.0.x
 //! `summary` rows. Every other record type is kept verbatim as a record only.
 
+use pond_rows::clients;
 use serde_json::{json, Value};
 
 use crate::blocks::{all_results, content_blocks, Blocks};
 use crate::common::Common;
-use crate::model::{
-    tokens, FileBatch, MessageRow, Origin, PartRow, Role, UsageRow, AGENT_CLAUDE,
-    AGENT_CLAUDE_SUBAGENT,
-};
+use crate::model::{tokens, FileBatch, MessageRow, Origin, PartRow, Role, UsageRow};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_field};
 
 /// Claude Code: `$CLAUDE_CONFIG_DIR` or `~/.claude`, sessions under `projects/`.
 pub static SOURCE: Source = Source {
-    name: AGENT_CLAUDE,
-    aliases: &["claude"],
-    agents: &[AGENT_CLAUDE_SUBAGENT],
+    client: &clients::CLAUDE_CODE,
     home_var: "CLAUDE_CONFIG_DIR",
     home_in_var: "",
     home_default: ".claude",
@@ -153,7 +149,7 @@ impl ClaudeParser {
             cache_read: tokens(usage, "cache_read_input_tokens"),
             // Claude Code's lines of old wrote their cost.
             cost_usd: v.get("costUSD").and_then(Value::as_f64),
-            ..UsageRow::of(c, key, ts, self.source_agent(), line_no)
+            ..c.usage_row(key, ts, self.source_agent(), line_no)
         })
     }
 

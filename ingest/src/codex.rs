@@ -8,10 +8,11 @@
 
 use std::collections::HashMap;
 
+use pond_rows::clients::{self, AGENT_CODEX};
 use serde_json::{json, Value};
 
 use crate::common::Common;
-use crate::model::{tokens, FileBatch, MessageRow, Origin, PartRow, Role, UsageRow, AGENT_CODEX};
+use crate::model::{tokens, FileBatch, MessageRow, Origin, PartRow, Role, UsageRow};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{
     arguments_json, flatten_content, is_harness_text, join_search, parse_ts, str_field,
@@ -20,9 +21,7 @@ use crate::text::{
 /// Codex CLI: `$CODEX_HOME` or `~/.codex`, rollouts under `sessions/` and
 /// `archived_sessions/`.
 pub static SOURCE: Source = Source {
-    name: AGENT_CODEX,
-    aliases: &[],
-    agents: &[],
+    client: &clients::CODEX,
     home_var: "CODEX_HOME",
     home_in_var: "",
     home_default: ".codex",
@@ -167,8 +166,7 @@ fn token_count(c: &mut Common, line_no: u64, ts: i64, p: &Value) -> Option<Usage
         cache_write: tokens(last, "cache_write_input_tokens"),
         cache_read: cached,
         reasoning: tokens(last, "reasoning_output_tokens"),
-        ..UsageRow::of(
-            c,
+        ..c.usage_row(
             format!("{}:{line_no}", c.session.id),
             ts,
             AGENT_CODEX,

@@ -101,19 +101,17 @@ impl Common {
             origin,
         }
     }
-}
 
-impl UsageRow {
-    /// A row of the pass's session at `line_no` with no tokens yet: subagents count for
-    /// their parent session.
-    pub(crate) fn of(c: &Common, key: String, ts: i64, agent: &str, line_no: u64) -> UsageRow {
+    /// A usage row of the pass's session at `line_no` with no tokens yet: subagents count
+    /// for their parent session.
+    pub(crate) fn usage_row(&self, key: String, ts: i64, agent: &str, line_no: u64) -> UsageRow {
         UsageRow {
-            session_id: c.usage_session(),
+            session_id: self.usage_session(),
             message_id: None,
             key,
             timestamp: ts,
             source_agent: agent.to_owned(),
-            project: c.session.project.clone(),
+            project: self.session.project.clone(),
             model: None,
             request_id: None,
             input: 0,
@@ -122,7 +120,7 @@ impl UsageRow {
             cache_read: 0,
             reasoning: 0,
             cost_usd: None,
-            source_path: c.path.clone(),
+            source_path: self.path.clone(),
             source_line: line_no,
         }
     }

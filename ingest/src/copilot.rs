@@ -15,6 +15,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use pond_rows::clients::{self, AGENT_COPILOT};
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -26,13 +27,9 @@ use crate::text::{
     arguments_json, flatten_content, is_harness_text, join_search, parse_ts, str_field,
 };
 
-pub const AGENT_COPILOT: &str = "copilot";
-
 /// GitHub Copilot CLI: `$COPILOT_HOME` or `~/.copilot`, sessions under `session-state/`.
 pub static SOURCE: Source = Source {
-    name: AGENT_COPILOT,
-    aliases: &["copilot-cli", "github-copilot"],
-    agents: &[],
+    client: &clients::COPILOT,
     home_var: "COPILOT_HOME",
     home_in_var: "",
     home_default: ".copilot",

@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+use pond_rows::clients::{self, AGENT_CURSOR};
 use serde_json::Value;
 
 use crate::blocks::{all_results, content_blocks, Blocks};
@@ -34,13 +35,9 @@ use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{is_harness_text, join_search, str_field};
 
-pub const AGENT_CURSOR: &str = "cursor";
-
 /// Cursor: `$CURSOR_CONFIG_DIR` or `~/.cursor`, transcripts under `projects/`.
 pub static SOURCE: Source = Source {
-    name: AGENT_CURSOR,
-    aliases: &["cursor-agent", "cursor-cli"],
-    agents: &[],
+    client: &clients::CURSOR,
     home_var: "CURSOR_CONFIG_DIR",
     home_in_var: "",
     home_default: ".cursor",

@@ -31,6 +31,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use pond_rows::clients;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
@@ -42,14 +43,9 @@ use crate::source::{Database, DbSession, RecordParser, Rows, Source, SourceFile,
 use crate::sqlite::{push_string, row_json};
 use crate::text::{join_search, parse_ts, str_field};
 
-pub const AGENT_CURSOR_IDE: &str = "cursor-ide";
-pub const AGENT_CURSOR_IDE_SUBAGENT: &str = "cursor-ide/subagent";
-
 /// Cursor's IDE: its user dir, conversations in `globalStorage/state.vscdb`.
 pub static SOURCE: Source = Source {
-    name: AGENT_CURSOR_IDE,
-    aliases: &["cursor-vscdb"],
-    agents: &[AGENT_CURSOR_IDE_SUBAGENT],
+    client: &clients::CURSOR_IDE,
     home_var: "XDG_CONFIG_HOME",
     home_in_var: "Cursor/User",
     home_default: if cfg!(target_os = "macos") {

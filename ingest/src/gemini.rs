@@ -27,6 +27,7 @@
 
 use std::path::Path;
 
+use pond_rows::clients;
 use serde_json::Value;
 
 use crate::common::Common;
@@ -35,14 +36,9 @@ use crate::side::{read_side_file, SIDE_FILE_BYTES};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{join_search, parse_ts, str_field};
 
-pub const AGENT_GEMINI: &str = "gemini";
-pub const AGENT_GEMINI_SUBAGENT: &str = "gemini/subagent";
-
 /// Gemini CLI: `$GEMINI_CLI_HOME/.gemini` or `~/.gemini`, chats under `tmp/`.
 pub static SOURCE: Source = Source {
-    name: AGENT_GEMINI,
-    aliases: &["gemini-cli"],
-    agents: &[AGENT_GEMINI_SUBAGENT],
+    client: &clients::GEMINI,
     home_var: "GEMINI_CLI_HOME",
     home_in_var: ".gemini",
     home_default: ".gemini",
@@ -351,8 +347,7 @@ fn usage(c: &Common, m: &MessageRow, t: &Value) -> UsageRow {
         output: tokens(t, "output").saturating_add(thoughts),
         cache_read: cached,
         reasoning: thoughts,
-        ..UsageRow::of(
-            c,
+        ..c.usage_row(
             format!("{}:{}", m.session_id, m.id),
             m.timestamp,
             &m.source_agent,

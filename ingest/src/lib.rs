@@ -26,7 +26,6 @@ mod cursor_ide_tests;
 mod cursor_text;
 mod database;
 pub mod discover;
-mod file_cursor;
 pub mod gemini;
 mod json;
 pub mod model;
@@ -50,6 +49,8 @@ mod usage_tests;
 pub mod vscode_copilot;
 #[cfg(test)]
 mod vscode_copilot_tests;
+
+use pond_rows::file_cursor;
 
 pub use discover::{discover, discover_all, Discovered, SourceFile};
 pub use model::{

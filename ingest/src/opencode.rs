@@ -17,6 +17,7 @@
 //! `patch`, `retry`, `compaction` (kept as parts of their type); `step-start`,
 //! `step-finish` and `snapshot` are kept in records only.
 
+use pond_rows::clients;
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 
@@ -26,15 +27,10 @@ use crate::source::{Database, DbSession, RecordParser, Rows, Source, SourceFile,
 use crate::sqlite::{push_string, row_bytes_sql, row_json};
 use crate::text::{join_search, str_field};
 
-pub const AGENT_OPENCODE: &str = "opencode";
-pub const AGENT_OPENCODE_SUBAGENT: &str = "opencode/subagent";
-
 /// OpenCode: `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`, sessions in
 /// `opencode.db`.
 pub static SOURCE: Source = Source {
-    name: AGENT_OPENCODE,
-    aliases: &[],
-    agents: &[AGENT_OPENCODE_SUBAGENT],
+    client: &clients::OPENCODE,
     home_var: "XDG_DATA_HOME",
     home_in_var: "opencode",
     home_default: ".local/share/opencode",
@@ -363,8 +359,7 @@ fn usage(c: &Common, m: &MessageRow, t: &Value, cost: Option<f64>) -> UsageRow {
         cache_read: tokens(cache, "read"),
         reasoning,
         cost_usd: cost,
-        ..UsageRow::of(
-            c,
+        ..c.usage_row(
             format!("{}:{}", m.session_id, m.id),
             m.timestamp,
             &m.source_agent,

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use pond_rows::Client;
 use serde_json::Value;
 
 use crate::common::Common;
@@ -79,15 +80,11 @@ pub(crate) fn is_txt(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "txt")
 }
 
-/// One client: who it is, where its sessions are, how its records are read.
+/// One client: who it is, where its sessions are, how its records are read. Its names
+/// (`name`, `aliases`, `agents`) are its [`Client`]'s, read through it.
 pub struct Source {
-    /// The name its sessions are stored under (`source_agent`) and `--source` takes.
-    pub name: &'static str,
-    /// Other names `--source` and the search filter accept for it.
-    pub aliases: &'static [&'static str],
-    /// Further `source_agent` values its sessions may carry (subagents), each also matched
-    /// by the client's own name in a search filter.
-    pub agents: &'static [&'static str],
+    /// Its names, defined in `pond-rows` (the store reads them without the parsers).
+    pub client: &'static Client,
     /// The variable by which the client moves its home.
     pub home_var: &'static str,
     /// The home's folder under that variable's value ("": the variable names the home).
@@ -223,6 +220,15 @@ impl PartialEq for Source {
 }
 
 impl Eq for Source {}
+
+/// A client's names read as the client's own: `source.name` is `source.client.name`.
+impl std::ops::Deref for Source {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        self.client
+    }
+}
 
 impl std::fmt::Debug for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

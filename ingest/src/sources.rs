@@ -1,12 +1,15 @@
 //! The clients pond reads, as one registry: each client is a module with one
-//! [`Source`] (its names, where it keeps its sessions, how to
+//! [`Source`] (its names, a [`Client`] of `pond-rows`; where it keeps its sessions, how to
 //! recognise and parse its records), listed once in [`SOURCES`]. Discovery, sniffing,
 //! `--source`, the default homes and the search filter's agent names all come from this
-//! list, so adding a client is its module and one line here.
+//! list, so adding a client is its names (`pond_rows::clients`), its module and one line
+//! here.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
+
+pub use pond_rows::clients::{agent_names, name_list, Client};
 
 pub use crate::source::{Source, SourceKind};
 
@@ -34,22 +37,19 @@ pub static OPENCODE: SourceKind = &crate::opencode::SOURCE;
 pub static VSCODE_COPILOT: SourceKind = &crate::vscode_copilot::SOURCE;
 
 impl Source {
-    /// The client a name (or alias) names.
+    /// The client a name (or alias) names ([`Client::parse`]).
     pub fn parse(name: &str) -> Option<SourceKind> {
-        SOURCES
-            .iter()
-            .copied()
-            .find(|s| s.name == name || s.aliases.contains(&name))
+        Client::parse(name).and_then(Source::of_client)
     }
-}
 
-impl Source {
     /// The client whose sessions carry a `source_agent` (its name or a variant's).
     pub fn of_agent(agent: &str) -> Option<SourceKind> {
-        SOURCES
-            .iter()
-            .copied()
-            .find(|s| s.name == agent || s.agents.contains(&agent))
+        Client::of_agent(agent).and_then(Source::of_client)
+    }
+
+    /// The registry's entry for a client.
+    fn of_client(client: &Client) -> Option<SourceKind> {
+        SOURCES.iter().copied().find(|s| s.client == client)
     }
 }
 
@@ -64,23 +64,6 @@ pub fn default_sources() -> Vec<(SourceKind, PathBuf)> {
         .iter()
         .flat_map(|s| s.homes().into_iter().map(move |h| (*s, h)))
         .collect()
-}
-
-/// Every `source_agent` a stored session may have: the clients' names and their variants.
-pub fn agent_names() -> Vec<&'static str> {
-    SOURCES
-        .iter()
-        .flat_map(|s| std::iter::once(s.name).chain(s.agents.iter().copied()))
-        .collect()
-}
-
-/// The names as a list for a message: `a, b or c`.
-pub fn name_list(names: &[&str]) -> String {
-    match names {
-        [] => String::new(),
-        [one] => (*one).to_owned(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
-    }
 }
 
 #[cfg(test)]
@@ -98,6 +81,20 @@ mod tests {
         }
         assert_eq!(Source::parse("claude").map(|s| s.name), Some("claude-code"));
         assert_eq!(Source::parse("nope"), None);
-        assert_eq!(name_list(&["a", "b", "c"]), "a, b or c");
+        assert_eq!(Source::of_agent("gemini/subagent"), Some(GEMINI));
+    }
+
+    /// The registry adds homes and parsers to `pond-rows`' clients: the same clients, in
+    /// the same order.
+    #[test]
+    fn every_client_has_its_source() {
+        let names = |v: Vec<&'static str>| v.join(" ");
+        assert_eq!(
+            names(SOURCES.iter().map(|s| s.name).collect()),
+            names(pond_rows::CLIENTS.iter().map(|c| c.name).collect())
+        );
+        for (s, c) in SOURCES.iter().zip(pond_rows::CLIENTS) {
+            assert!(std::ptr::eq(s.client, *c), "{} is not its client", s.name);
+        }
     }
 }

@@ -25,14 +25,13 @@
 
 use std::path::Path;
 
+use pond_rows::clients::{self, AGENT_VSCODE_COPILOT};
 use serde_json::Value;
 
 use crate::common::{now_ms, Common, STALE_MS};
 use crate::model::{FileBatch, MessageRow, Origin, PartRow, Role};
 use crate::source::{RecordParser, Source, SourceFile};
 use crate::text::{join_search, str_field};
-
-pub const AGENT_VSCODE_COPILOT: &str = "vscode-copilot";
 
 /// The folders of VS Code's user dir that hold chat sessions.
 const CHAT_FOLDERS: &[&str] = &[
@@ -43,9 +42,7 @@ const CHAT_FOLDERS: &[&str] = &[
 
 /// VS Code's Copilot Chat: the user dir of VS Code, chats under its storage folders.
 pub static SOURCE: Source = Source {
-    name: AGENT_VSCODE_COPILOT,
-    aliases: &["copilot-chat", "vscode"],
-    agents: &[],
+    client: &clients::VSCODE_COPILOT,
     home_var: "XDG_CONFIG_HOME",
     home_in_var: "Code/User",
     home_default: if cfg!(target_os = "macos") {

@@ -46,7 +46,7 @@ impl SearchFilters {
         }
         if let Some(r) = &self.role.as_deref().map(str::to_lowercase) {
             if !SEARCHABLE_ROLES.contains(&r.as_str()) {
-                let why = match pond_ingest::Role::parse(r) {
+                let why = match pond_rows::Role::parse(r) {
                     Some(_) => format!(
                         "no {r} message is searchable (search covers user and assistant \
                          messages; SQL reads the others: SELECT ... FROM messages WHERE role = '{r}')"
@@ -100,19 +100,19 @@ fn show_ms(ms: i64) -> String {
 /// A client's name (or alias) matches its sessions and its subagents' (`claude-code`,
 /// `claude-code/subagent`); a variant's name matches that variant only.
 fn agent_filter(a: &str) -> Result<String> {
-    if let Some(source) = pond_ingest::Source::parse(a) {
+    if let Some(source) = pond_rows::Client::parse(a) {
         let mut names = vec![source.name];
         names.extend(source.agents);
         let list: Vec<String> = names.iter().map(|n| sql_str(n)).collect();
         return Ok(format!("source_agent IN ({})", list.join(", ")));
     }
-    let names = pond_ingest::sources::agent_names();
+    let names = pond_rows::clients::agent_names();
     if names.contains(&a) {
         return Ok(format!("source_agent = {}", sql_str(a)));
     }
     Err(StoreError::InvalidQuery(format!(
         "unknown agent {a:?}: use {}",
-        pond_ingest::sources::name_list(&names)
+        pond_rows::clients::name_list(&names)
     )))
 }
 

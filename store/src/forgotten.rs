@@ -12,8 +12,8 @@ use std::path::Path;
 
 use arrow_array::types::UInt64Type;
 use futures::TryStreamExt;
-use pond_ingest::SessionRow;
 use pond_protocol::job::ForgetRequest;
+use pond_rows::SessionRow;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};

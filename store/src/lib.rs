@@ -7,7 +7,7 @@
 //!
 //! What it is not: a process manager or a parser. It knows nothing of workers, IPC or MCP
 //! (the supervisor decides which process calls what), and takes parsed rows from
-//! `pond-ingest`'s model.
+//! `pond-rows`' model.
 
 pub mod error;
 pub mod filters;

@@ -5,7 +5,7 @@
 //! line of its own file. When an id occurs in several sessions (a subagent file replaying
 //! its parent's lines, a resumed session's file copying its predecessor's), exactly one of
 //! its rows is the *owner*: the one with the lowest [`Claim`], `(origin, session)` (see
-//! `pond_ingest::Origin`; sessions compare by the xxh3 of their id, an arbitrary but fixed
+//! `pond_rows::Origin`; sessions compare by the xxh3 of their id, an arbitrary but fixed
 //! order). Only the owner is searchable and `get-message` resolves to it; every other row
 //! is stored with `replayed = true` and no search text. Since the owner is the minimum over
 //! all occurrences, it does not depend on which file was read first: a better claim that
@@ -16,11 +16,18 @@
 //! (session, id) stored already (then the line is a duplicate), and who owns the id now. The
 //! row map answers for the rows it covers; the rows newer than it (or every row, without a
 //! usable map) and this sync's own are kept here as hashes.
+//!
+//! The claim's order: a session's own line (`own`) beats a main file's copy of another
+//! session's line (`copied`), which beats a subagent's replay (`sidechain`). A sync reads
+//! session files before subagent files, so demotions are rare; when one happens (files
+//! synced one by one in another order) the sync rebuilds the full-text index (the old
+//! text must leave its statistics) and, through its changed fragments, the row map.
+//! Tested by syncing fixtures in several orders (`tests/e2e/replays.rs`).
 
 use std::collections::{HashMap, HashSet};
 
 use futures::TryStreamExt;
-use pond_ingest::Origin;
+use pond_rows::Origin;
 use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
 
 use crate::error::Result;

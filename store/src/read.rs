@@ -5,7 +5,7 @@ use arrow_array::types::{ArrowPrimitiveType, TimestampMillisecondType, UInt32Typ
 use arrow_array::{Array, PrimitiveArray, RecordBatch, StringArray};
 use futures::TryStreamExt;
 use lance::Dataset;
-use pond_ingest::SessionRow;
+use pond_rows::SessionRow;
 
 use crate::error::{Result, StoreError};
 

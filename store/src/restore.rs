@@ -12,7 +12,7 @@ use std::io::Write;
 
 use arrow_array::types::UInt64Type;
 use futures::TryStreamExt;
-use pond_ingest::{FileCursor, SessionRow};
+use pond_rows::{FileCursor, SessionRow};
 
 use crate::error::Result;
 use crate::read::{primitive_col, string_col};

@@ -17,7 +17,7 @@ use arrow_array::builder::{
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use pond_ingest::{MessageRow, PartRow, RecordRow, SessionRow, UsageRow};
+use pond_rows::{MessageRow, PartRow, RecordRow, SessionRow, UsageRow};
 
 use crate::error::Result;
 
@@ -68,7 +68,7 @@ pub static MESSAGES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         utf8("source_path", false),
         Field::new("source_line", DataType::UInt64, false),
         // The line's claim to be the original of `id`: own, copied or sidechain
-        // (`pond_ingest::Origin`).
+        // (`pond_rows::Origin`).
         utf8("origin", false),
         // Another session's line owns this id: this row is its replayed copy (not
         // searchable; its session still lists it).

@@ -55,7 +55,7 @@ pub struct StoreCounts {
     pub records: usize,
     pub files: usize,
     /// Sessions per `source_agent` that has any, in the registry's order
-    /// (`pond_ingest::sources::agent_names`).
+    /// (`pond_rows::clients::agent_names`).
     pub sessions_by_source: Vec<(String, usize)>,
 }
 
@@ -395,7 +395,7 @@ impl Store {
         };
         let mut sessions_by_source = Vec::new();
         if let Some(ds) = self.dataset(SESSIONS).await? {
-            for agent in pond_ingest::sources::agent_names() {
+            for agent in pond_rows::clients::agent_names() {
                 let filter = format!("source_agent = {}", crate::schema::sql_str(agent));
                 let n = ds.count_rows(Some(filter)).await?;
                 if n > 0 {

@@ -1,5 +1,5 @@
 //! The `usage` dataset: one row per model call with the tokens its client recorded
-//! (`pond_ingest::UsageRow`), each call's key stored once store-wide, and `pond usage`'s
+//! (`pond_rows::UsageRow`), each call's key stored once store-wide, and `pond usage`'s
 //! sums over it ([`summarize`], run in the sql worker).
 //!
 //! Dedupe: rows arrive in the sync's order (a file's lines in order, session files before
@@ -19,8 +19,8 @@ use arrow_array::types::{Float64Type, TimestampMillisecondType, UInt64Type};
 use arrow_array::Array;
 use chrono::{DateTime, Datelike, Local, NaiveDate};
 use futures::TryStreamExt;
-use pond_ingest::UsageRow;
 use pond_protocol::usage::{Tokens, UsageGroup, UsageLine, UsageReport, UsageRequest};
+use pond_rows::UsageRow;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::Result;

@@ -19,7 +19,7 @@ use arrow_array::{Array, RecordBatch, RecordBatchIterator, UInt64Array};
 use futures::TryStreamExt;
 use lance::dataset::{MergeInsertBuilder, UpdateBuilder, WhenMatched, WhenNotMatched};
 use lance::Dataset;
-use pond_ingest::{FileBatch, FileCursor, SessionRow};
+use pond_rows::{FileBatch, FileCursor, SessionRow};
 use serde::Serialize;
 use std::sync::Arc;
 use xxhash_rust::xxh3::xxh3_64;

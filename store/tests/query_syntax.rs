@@ -2,7 +2,7 @@
 //! exclusions remove, OR widens, prefixes expand, inline filters equal their flags, stop
 //! words are said, a query finding nothing is loosened or respelled.
 
-use pond_ingest::{FileBatch, MessageRow, Origin, RecordRow, Role};
+use pond_rows::{FileBatch, MessageRow, Origin, RecordRow, Role};
 use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest, SearchResults, SortBy};
 use pond_store::{indexes, Store, StoreConfig, SyncWriter};
 

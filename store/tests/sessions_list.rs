@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use pond_ingest::{FileBatch, MessageRow, Origin, RecordRow, Role, SessionRow};
+use pond_rows::{FileBatch, MessageRow, Origin, RecordRow, Role, SessionRow};
 use pond_store::search::SearchFilters;
 use pond_store::sessions::{self, SessionsRequest};
 use pond_store::{indexes, Store, StoreConfig, SyncWriter};

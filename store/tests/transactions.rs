@@ -2,7 +2,7 @@
 //! committed; a killed sync's rows and the vectors made of them are gone after recovery.
 //! What a backfill embeds first, and how often it embeds a text.
 
-use pond_ingest::{FileBatch, MessageRow, Origin, RecordRow, Role};
+use pond_rows::{FileBatch, MessageRow, Origin, RecordRow, Role};
 use pond_store::{schema, search, vectors, Store, StoreConfig, SyncWriter};
 
 fn message(id: &str, text: &str) -> FileBatch {

@@ -21,7 +21,7 @@ use crate::read::{
 };
 use crate::schema::{sql_str, SESSIONS};
 use crate::store::Store;
-use pond_ingest::Origin;
+use pond_rows::Origin;
 
 mod ids;
 mod parts;

@@ -23,6 +23,21 @@
 //! checks the magic, the version, the header checksum and that every section lies inside
 //! the file; every later read is bounds-checked, so a corrupt or truncated file is an error,
 //! never a crash.
+//!
+//! How readers use it: `Store::mapped` checks the map against the `messages` version at hand
+//! ([`Mapped::check`]). A map names the last fragment it covers and how many of its rows had
+//! been deleted; it fits while those fragments hold exactly the rows it was built from. A
+//! sync only appends, except to demote an owner (a delete), and compaction gives fragments
+//! new ids: either retires the map until the next build. Fragments after the covered ones are
+//! the *delta*, rows newer than the map, which readers take from Lance by row id. A map that
+//! does not fit or does not open is not used (and `pond status` says so); one that fails a
+//! read is distrusted for its generation ([`MapSlot::distrust`]) and the request answered
+//! again from Lance (`Store::with_map_fallback`). [`MapSlot`] reopens the file when a build
+//! renames a new generation in, so a serving front switches without a restart.
+//!
+//! When it is built: by `pond rebuild` in the index worker, and after a sync
+//! (`Store::refresh_rowmap`) when the map is missing, damaged, does not fit, or lags by more
+//! than [`delta_limit`] rows; always under the store lock.
 
 mod build;
 mod checked;
@@ -49,7 +64,7 @@ use std::sync::{Arc, Mutex};
 
 use lance::table::format::Fragment;
 use lance::Dataset;
-use pond_ingest::Origin;
+use pond_rows::Origin;
 
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
@@ -72,7 +87,7 @@ pub(crate) const FLAG_SEARCHABLE: u8 = 1;
 pub(crate) const FLAG_UUID_ID: u8 = 2;
 /// Another session's row owns the message id (`messages.replayed`).
 pub(crate) const FLAG_REPLAYED: u8 = 4;
-/// The row's `pond_ingest::Origin`, as its index in `Origin::ALL`, in flag bits 3-4.
+/// The row's `pond_rows::Origin`, as its index in `Origin::ALL`, in flag bits 3-4.
 pub(crate) const ORIGIN_SHIFT: u8 = 3;
 pub(crate) const ZSTD_LEVEL: i32 = 3;
 /// The largest text block (decompressed) a map holds: a reader never allocates more for one.

@@ -422,7 +422,7 @@ fn scope_filter(filters: &SearchFilters, role: Option<&str>) -> Result<String> {
         parts.push(f);
     }
     if let Some(r) = role {
-        if pond_ingest::Role::parse(r).is_none() {
+        if pond_rows::Role::parse(r).is_none() {
             return Err(StoreError::InvalidQuery(format!(
                 "unknown role {r:?}: use user, assistant, system or tool"
             )));

@@ -288,12 +288,11 @@ async fn messages_of(store: &Store, ids: &[String]) -> Result<HashMap<String, Se
                 let seen = out.entry(session.value(i).to_owned()).or_default();
                 let replayed = bool_at(b, "replayed", i)? == Some(true);
                 // A subagent's replayed context, which a session page leaves out.
-                let context =
-                    replayed && origin.value(i) == pond_ingest::Origin::Sidechain.as_str();
+                let context = replayed && origin.value(i) == pond_rows::Origin::Sidechain.as_str();
                 seen.listed += usize::from(!context);
                 if bool_at(b, "searchable", i)? == Some(true) {
                     seen.candidates.push((
-                        role.value(i) != pond_ingest::Role::User.as_str(),
+                        role.value(i) != pond_rows::Role::User.as_str(),
                         ts_at(b, "timestamp", i)?.unwrap_or_default(),
                         u64_at(b, "source_line", i)?,
                         u64_at(b, "_rowid", i)?,
@@ -368,7 +367,7 @@ async fn file_sizes(store: &Store, paths: &[String]) -> Result<HashMap<String, u
             let path = string_col(&b, "path")?;
             let cursor = string_col(&b, "cursor")?;
             for i in 0..b.num_rows() {
-                if let Ok(c) = serde_json::from_str::<pond_ingest::FileCursor>(cursor.value(i)) {
+                if let Ok(c) = serde_json::from_str::<pond_rows::FileCursor>(cursor.value(i)) {
                     out.insert(path.value(i).to_owned(), c.size);
                 }
             }

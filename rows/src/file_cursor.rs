@@ -43,24 +43,24 @@ pub struct FileCursor {
     /// the lines made of them, `size` and `mtime_ns` the session's rows and newest update).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows: Option<RowCursor>,
-    /// The model the last turn read named (`Common::model`).
+    /// The model the last turn read named (`pond_ingest`'s `Common::model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// The cumulative token total last read (`Common::usage_total`).
+    /// The cumulative token total last read (`pond_ingest`'s `Common::usage_total`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_total: Option<u64>,
 }
 
 /// Where the last read of a database session stopped. A message (with its parts) is read
 /// once it is complete, and again whenever it changes after that; one still being written
-/// is held back until it completes or stops changing (see `crate::database`).
+/// is held back until it completes or stops changing (see `pond_ingest`'s `database`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RowCursor {
     /// Every message last updated at or before this time (ms) has been read as it was then.
     pub since: i64,
     /// Messages read that were last updated after `since` (every message read, in a
     /// database that keeps no update times): id and the version read (see
-    /// `crate::source::Unit::version`).
+    /// `pond_ingest`'s `source::Unit::version`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub above: Vec<(String, i64)>,
     /// The last update of the session's own row that was read.
