@@ -20,9 +20,9 @@ use std::time::Instant;
 use pond_protocol::job::{ForgetReport, ForgetRequest};
 use pond_store::forgotten::{self, Forgotten};
 use pond_store::schema::{sql_str, MESSAGES, RECORDS};
-use pond_store::{indexes, maintenance, vectors, Result, Store, SyncWriter};
+use pond_store::{maintenance, vectors, Result, Store, SyncWriter};
 
-use crate::repair::rekey_vectors;
+use crate::rebuild::{reindex, Reindex, RowMap};
 
 /// Forget what `req` selects (or say what that is, for a dry run). `flush_bytes` bounds the
 /// rows held between writes while re-deriving.
@@ -124,10 +124,14 @@ pub async fn complete(store: &Store, flush_bytes: usize) -> Result<Completed> {
     vectors::forget_rows(store, &gone_rows).await?;
     done.vectors = stored - vectors::count(store).await?;
     let mut upkeep = maintenance::materialize_deletions(store, &lock).await?;
-    indexes::rebuild(store, &lock, true, true, &mut |_| {}).await?;
-    indexes::ensure_indexes(store, true).await?;
-    store.build_rowmap(&lock).await?;
-    rekey_vectors(store).await?;
+    let every = Reindex {
+        fts: true,
+        scalar: true,
+        ensure: Some(true),
+        rowmap: RowMap::Build,
+        rekey: true,
+    };
+    reindex(store, &lock, every, &mut |_| {}).await?;
     maintenance::remove_old_versions(store, &lock, &mut upkeep).await?;
     done.bytes_reclaimed = upkeep.bytes_removed;
     tombstones.pending = false;

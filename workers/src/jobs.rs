@@ -9,13 +9,14 @@ use pond_embed::{EmbedError, Embedder, TextKind};
 
 use pond_protocol::footprint;
 use pond_protocol::job::{
-    BackfillReport, BackfillRequest, EmbedJob, EmbedProgress, RebuildReport, SqlJob, SqlOutput,
-    Vectors, EMBED_MAX_TEXTS, EMBED_TEXT_BYTES,
+    BackfillReport, BackfillRequest, EmbedJob, EmbedProgress, SqlJob, SqlOutput, Vectors,
+    EMBED_MAX_TEXTS, EMBED_TEXT_BYTES,
 };
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
 use pond_store::sql::{self, SqlLimits};
-use pond_store::{indexes, schema, vectors, Store};
+use pond_store::{vectors, Store};
 
+use crate::rebuild::RebuildError;
 use crate::sync::SyncError;
 
 fn sync_error(e: SyncError) -> JobError {
@@ -134,7 +135,7 @@ impl Jobs {
 
 /// Vectors needed before an index is built: `vectors::VECTOR_INDEX_MIN_ROWS`, or
 /// `POND_VECTOR_INDEX_MIN_ROWS` (tests build one over a few thousand vectors).
-fn vector_index_min_rows() -> usize {
+pub(crate) fn vector_index_min_rows() -> usize {
     env_usize("POND_VECTOR_INDEX_MIN_ROWS", vectors::VECTOR_INDEX_MIN_ROWS)
 }
 
@@ -201,86 +202,16 @@ async fn execute(
             Ok(Output::Sync(Box::new(report)))
         }
         Job::Rebuild(req) => {
-            let started = Instant::now();
-            let (lock, repaired) = crate::sync::repair_store(store).await.map_err(sync_error)?;
-            // Vectors of rows that are gone (a backfill during a sync that was killed).
-            let pruned = vectors::prune(store).await.map_err(JobError::from)?;
-            if pruned > 0 {
-                tracing::warn!(pruned, "removed vectors whose messages are gone");
-            }
-            // Re-derived messages need every index and the row map afresh.
-            let all = repaired.rederived;
             let mut step = |name: &str| progress(Progress::Step(name.to_owned()));
-            let mut usage_step = None;
-            if req.usage || !pond_store::usage::is_filled(store) {
-                step("token counts (usage) from the stored lines");
-                let t = Instant::now();
-                if req.usage {
-                    pond_store::usage::reset(store, &lock)
-                        .await
-                        .map_err(JobError::from)?;
-                }
-                let cursors = pond_store::stored_cursors(store)
+            let mut report =
+                crate::rebuild::run(store, &req, &mut step)
                     .await
-                    .map_err(JobError::from)?;
-                let calls = crate::usage::fill(store, &lock, &cursors, &mut |_, _| {})
-                    .await
-                    .map_err(JobError::from)?;
-                usage_step = Some((
-                    format!("usage: {calls} model calls"),
-                    t.elapsed().as_millis() as u64,
-                ));
-            }
-            let mut steps =
-                indexes::rebuild(store, &lock, req.fts || all, req.scalar || all, &mut step)
-                    .await
-                    .map_err(JobError::from)?;
-            steps.extend(usage_step);
-            let mut rowmap_bytes = 0;
-            if req.rowmap || all {
-                step("row map (messages.rmm)");
-                let t = Instant::now();
-                let stats = store.build_rowmap(&lock).await.map_err(JobError::from)?;
-                rowmap_bytes = stats.file_bytes;
-                steps.push((
-                    format!("row map: {} rows, {} sessions", stats.rows, stats.sessions),
-                    t.elapsed().as_millis() as u64,
-                ));
-            }
-            if all {
-                step("vectors moved to the re-derived messages");
-                crate::repair::rekey_vectors(store)
-                    .await
-                    .map_err(JobError::from)?;
-            }
-            if req.vectors {
-                step("vector index");
-                let t = Instant::now();
-                let done = vectors::ensure_index(store, vector_index_min_rows(), true)
-                    .await
-                    .map_err(JobError::from)?;
-                steps.push((
-                    format!("vector index: {}", format!("{done:?}").to_lowercase()),
-                    t.elapsed().as_millis() as u64,
-                ));
-            }
-            let (rows, unindexed_rows) = match store.dataset(schema::MESSAGES).await {
-                Ok(Some(ds)) => (
-                    ds.count_rows(None).await.unwrap_or(0) as u64,
-                    indexes::unindexed_rows(&ds).await.unwrap_or(0) as u64,
-                ),
-                _ => (0, 0),
-            };
-            Ok(Output::Rebuild(RebuildReport {
-                steps,
-                rows,
-                unindexed_rows,
-                rowmap_bytes,
-                paths_repaired: repaired.paths_repaired,
-                rederived: repaired.rederived,
-                elapsed_ms: started.elapsed().as_millis() as u64,
-                peak_kib: peak_kib(),
-            }))
+                    .map_err(|e| match e {
+                        RebuildError::Repair(e) => sync_error(e),
+                        RebuildError::Store(e) => e.into(),
+                    })?;
+            report.peak_kib = peak_kib();
+            Ok(Output::Rebuild(report))
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod forget;
 pub mod jobs;
 pub mod process;
 pub mod quarantine;
+pub mod rebuild;
 pub mod repair;
 pub mod restore;
 pub mod sync;

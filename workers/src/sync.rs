@@ -1,32 +1,39 @@
 //! The sync job: discover session files, read what is new in each, and store it in one
 //! journaled transaction, then bring the indexes and the row map up to date.
 //!
+//! [`run`] is a row of stages, each a function of its own: a forget that died finished
+//! (`finish_forget`), token counts filled for lines stored before they were counted
+//! (`fill_usage`), the files found (`discover`), the store upgraded (`upgrade`, which
+//! `pond rebuild` runs too, through [`repair_store`]), every file read and its rows written
+//! (`read_and_write`, in the windows of `read`), the transaction committed, the store kept
+//! up (`upkeep`: compaction, then the index stage [`crate::rebuild::reindex`] that rebuild
+//! and forget share), and the report kept (`finish`).
+//!
 //! Memory is bounded by the flush size, not the corpus: parsed rows are written every
 //! [`FLUSH_BYTES`] (or [`FLUSH_MESSAGES`]), and only file cursors and the store-wide
 //! message-id hash set (16 bytes an id) live for the whole job.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use pond_ingest::paths::path_key;
-use pond_ingest::reader::{read_file_part, HeldDatabases, ReadMode};
+use pond_ingest::reader::ReadMode;
 use pond_ingest::{
     discover_all, FileBatch, FileCursor, PendingBatch, ReadOutcome, Skip, Source, SourceFile,
 };
-use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest};
+use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest, SyncSource};
 use pond_store::forgotten::Forgotten;
-use pond_store::{indexes, maintenance, Store, StoreLock, SyncWriter};
+use pond_store::{maintenance, Store, StoreLock, SyncWriter};
 
-use crate::quarantine::{Quarantine, NOTED_BYTES};
+use crate::quarantine::Quarantine;
+use crate::rebuild::{reindex, Reindex, RowMap};
 use crate::repair;
 
+mod read;
+
+use read::Reader;
+
 pub const FLUSH_BYTES: usize = 64 << 20;
-/// Unread bytes per read window (two windows are in memory at once: one parsed, one read).
-const WINDOW_BYTES: u64 = 32 << 20;
-const WINDOW_FILES: usize = 512;
 pub const FLUSH_MESSAGES: usize = 100_000;
 const SKIP_EXAMPLES: usize = 50;
 
@@ -70,31 +77,96 @@ pub async fn run(
     let started = Instant::now();
     let mut report = SyncReport::default();
     // A forget that died is finished before anything is read: its files must not return.
-    if Forgotten::load(store.root())?.pending {
-        crate::forget::complete(store, FLUSH_BYTES).await?;
-        report.forget_completed = true;
-    }
+    report.forget_completed = finish_forget(store).await?;
     let forgotten = Forgotten::load(store.root())?;
     let mut writer = SyncWriter::begin(store).await?;
     report.recovered_interrupted_sync = writer.recovered;
     let mut cursors = writer.cursors().await?;
-    // Token counts of the lines stored before pond read them, before this sync's journal
-    // (the fill commits as it goes). An outdated store is re-derived whole below instead.
-    if !pond_store::usage::is_filled(store) && !store.outdated().await? {
-        let mut each = |files_done, files_total| {
-            progress(SyncProgress {
-                files_done,
-                files_total,
-                ..SyncProgress::default()
-            })
-        };
-        report.usage_filled = crate::usage::fill(store, writer.lock(), &cursors, &mut each).await?;
-        report.usage_added += report.usage_filled;
-    }
+    fill_usage(store, writer.lock(), &cursors, &mut report, progress).await?;
+    let files = discover(&req.sources, &forgotten, &mut report)?;
+    let t = Instant::now();
+    let mut new_cursors = upgrade(store, &mut writer, &mut cursors, &files, &mut report).await?;
+    let mut quarantine = Quarantine::load(store.root());
+    report.write_ms += t.elapsed().as_millis() as u64;
+    let keep = Keep {
+        forgotten: &forgotten,
+        exclude: &req.exclude_projects,
+    };
+    let read = read_and_write(
+        files,
+        &cursors,
+        keep,
+        &mut writer,
+        &mut quarantine,
+        &mut report,
+        progress,
+    )
+    .await?;
+    new_cursors.extend(read.cursors);
+    // Whether this sync changed the store: a sync that did not leaves the datasets as the
+    // last one left them (compacted, indexed and mapped as it needed).
+    let changed = read.wrote
+        || !new_cursors.is_empty()
+        || report.recovered_interrupted_sync
+        || report.rederived
+        || report.forget_completed;
+    let t = Instant::now();
+    // Indexes and the row map are brought up to date under the same lock.
+    let lock = writer.commit(new_cursors.into_iter().collect()).await?;
+    report.write_ms += t.elapsed().as_millis() as u64;
+    report.sessions_touched = read.sessions;
+    upkeep(store, &lock, req.skip_index, changed, &mut report).await?;
+    drop(lock);
+    quarantine.finish();
+    finish(store, &mut report, started);
+    Ok(report)
+}
 
+/// Finish the forget the tombstones mark pending (one that died): whether there was one.
+async fn finish_forget(store: &Store) -> Result<bool, SyncError> {
+    if !Forgotten::load(store.root())?.pending {
+        return Ok(false);
+    }
+    crate::forget::complete(store, FLUSH_BYTES).await?;
+    Ok(true)
+}
+
+/// Token counts of the lines stored before pond read them, before this sync's journal
+/// (the fill commits as it goes), when the store's usage does not cover them yet. An
+/// outdated store is re-derived whole by [`upgrade`] instead.
+async fn fill_usage(
+    store: &Store,
+    lock: &StoreLock,
+    cursors: &HashMap<String, FileCursor>,
+    report: &mut SyncReport,
+    progress: &mut (dyn FnMut(SyncProgress) + Send),
+) -> Result<(), SyncError> {
+    if pond_store::usage::is_filled(store) || store.outdated().await? {
+        return Ok(());
+    }
+    let mut each = |files_done, files_total| {
+        progress(SyncProgress {
+            files_done,
+            files_total,
+            ..SyncProgress::default()
+        })
+    };
+    report.usage_filled = crate::usage::fill(store, lock, cursors, &mut each).await?;
+    report.usage_added += report.usage_filled;
+    Ok(())
+}
+
+/// The files to read: each source's files (a path two sources find is read once, as the
+/// first's), less those `pond forget` removed, parents before subagents across sources
+/// (fewer owners to demote). Folders that could not be read are counted as skips.
+fn discover(
+    sources: &[SyncSource],
+    forgotten: &Forgotten,
+    report: &mut SyncReport,
+) -> Result<Vec<SourceFile>, SyncError> {
     let mut files = Vec::new();
     let mut seen_paths = HashSet::new();
-    for source in &req.sources {
+    for source in sources {
         let kind = match &source.agent {
             Some(a) => Some(Source::parse(a).ok_or_else(|| SyncError::UnknownAgent(a.clone()))?),
             None => None,
@@ -108,210 +180,13 @@ pub async fn run(
         for s in &found.unreadable {
             tracing::warn!(path = %s.path, reason = %s.reason, "not read");
         }
-        note_skips(&mut report, &found.unreadable);
+        note_skips(report, &found.unreadable);
     }
     let before = files.len();
     files.retain(|f| !forgotten.paths.contains(&path_key(&f.path)));
     report.files_forgotten = (before - files.len()) as u64;
-    // Parents before subagents across sources too: fewer owners to demote.
     files.sort_by_key(|f| f.is_subagent);
-    let t = Instant::now();
-    let mut new_cursors = upgrade(store, &mut writer, &mut cursors, &files, &mut report).await?;
-    let mut quarantine = Quarantine::load(store.root());
-    report.write_ms += t.elapsed().as_millis() as u64;
-    // What each file has left to read, and what all of them have.
-    let unread = unread_bytes(&files, &cursors);
-    let mut prog = SyncProgress {
-        files_total: files.len() as u64,
-        bytes_total: unread.iter().sum(),
-        ..SyncProgress::default()
-    };
-    progress(prog);
-
-    let mut pending = PendingBatch::default();
-    let mut wrote = false;
-    let mut rewritten = Vec::new();
-    let mut rewritten_paths = HashSet::new();
-    let mut sessions = HashSet::new();
-    // Files are read in windows: while window k is written, window k+1 is parsed on
-    // blocking threads (one per core), so parsing overlaps writing and uses every core.
-    // A file is read at most WINDOW_BYTES at a time: the rest of a larger one goes first
-    // into the next window (its read continues from the partial cursor), so memory follows
-    // the window, not the largest file. Outcomes are consumed in window order.
-    let files = Arc::new(files);
-    // A database its client keeps locked is waited for once in this sync, not per session.
-    let held = Arc::new(HeldDatabases::default());
-    let mut queue = Windows {
-        next: 0,
-        unread,
-        carried: Vec::new(),
-    };
-    let spawn = |tasks: Vec<Task>| {
-        let (files, held) = (files.clone(), held.clone());
-        tokio::task::spawn_blocking(move || read_window(&files, tasks, &held))
-    };
-    // The large files of the window being read and of the one being written: what a dead
-    // worker is blamed on (see `crate::quarantine`).
-    let noted = |tasks: &[Task]| -> Vec<PathBuf> {
-        tasks
-            .iter()
-            .filter(|t| queue_unread(&files[t.file], t.from.as_ref()) >= NOTED_BYTES)
-            .map(|t| files[t.file].path.clone())
-            .collect()
-    };
-    let mut first = queue.window(&files, &cursors, &quarantine);
-    let mut reading_now = first.as_deref().map(noted).unwrap_or_default();
-    quarantine.reading(&reading_now.iter().map(PathBuf::as_path).collect::<Vec<_>>());
-    let mut next = first.take().map(spawn);
-    while let Some(reading) = next.take() {
-        let (outcomes, read_ms) = reading
-            .await
-            .map_err(|e| SyncError::Reader(e.to_string()))?;
-        queue.carried = outcomes
-            .iter()
-            .filter(|o| o.2.cursor.partial)
-            .map(|o| Task {
-                file: o.0,
-                from: Some(o.2.cursor.clone()),
-                skip: None,
-            })
-            .collect();
-        let window = queue.window(&files, &cursors, &quarantine);
-        let writing = std::mem::replace(
-            &mut reading_now,
-            window.as_deref().map(noted).unwrap_or_default(),
-        );
-        let in_flight: Vec<&Path> = writing
-            .iter()
-            .chain(&reading_now)
-            .map(PathBuf::as_path)
-            .collect();
-        quarantine.reading(&in_flight);
-        next = window.map(spawn);
-        report.read_ms += read_ms;
-        for (i, before, out) in outcomes {
-            let path = path_key(&files[i].path);
-            if out.mode != ReadMode::Continued {
-                report.files_seen += 1;
-                prog.files_done += 1;
-            }
-            match out.mode {
-                ReadMode::Unchanged => report.files_unchanged += 1,
-                ReadMode::New => report.files_new += 1,
-                ReadMode::Appended => report.files_appended += 1,
-                ReadMode::Rewritten => {
-                    report.files_rewritten += 1;
-                    rewritten_paths.insert(path.clone());
-                }
-                ReadMode::Continued => {}
-                ReadMode::Failed => report.files_failed += 1,
-            }
-            if rewritten_paths.contains(&path) {
-                rewritten.push(path.clone());
-            }
-            let read = match out.mode {
-                ReadMode::Appended | ReadMode::Continued => {
-                    out.cursor.offset.saturating_sub(before)
-                }
-                _ => out.cursor.offset,
-            };
-            report.bytes_read += read;
-            report.lines_read += out.lines_read;
-            // A database's session moves the bar by the share it was counted at (its lines
-            // are not the database's bytes), so the bar ends full.
-            prog.bytes_done += match files[i].database() {
-                Some(_) => queue.unread[i],
-                None => read,
-            };
-            prog.messages += out.batch.messages.len() as u64;
-            for s in &out.batch.sessions {
-                sessions.insert(s.id.clone());
-            }
-            for (kind, n) in &out.batch.skipped {
-                report.skipped += n;
-                *report.skipped_by_reason.entry(kind.clone()).or_default() += n;
-            }
-            note_examples(&mut report, &out.batch.skips);
-            let kept = Kept::of(&out.batch, &forgotten, &req.exclude_projects);
-            if kept != Kept::Stored {
-                // Counted once per file, at its first (or only) part.
-                if out.mode != ReadMode::Continued {
-                    report.files_excluded += 1;
-                }
-                // A forgotten session under another path is read no more; an excluded
-                // project is read again next time (its exclusion may be lifted).
-                if kept == Kept::Forgotten && !out.cursor.partial {
-                    new_cursors.insert(path, out.cursor);
-                }
-                progress(prog);
-                continue;
-            }
-            if !out.cursor.partial && !matches!(out.mode, ReadMode::Unchanged | ReadMode::Failed) {
-                quarantine.cleared(&path);
-                new_cursors.insert(path, out.cursor);
-            }
-            pending.append(out.batch);
-            if pending.approx_bytes() >= FLUSH_BYTES || pending.messages() >= FLUSH_MESSAGES {
-                wrote |= flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
-            }
-            progress(prog);
-        }
-    }
-    wrote |= flush(&mut writer, &mut pending, &mut rewritten, &mut report).await?;
-    // Whether this sync changed the store: a sync that did not leaves the datasets as the
-    // last one left them (compacted, indexed and mapped as it needed).
-    let wrote = wrote
-        || !new_cursors.is_empty()
-        || report.recovered_interrupted_sync
-        || report.rederived
-        || report.forget_completed;
-    let t = Instant::now();
-    // Indexes and the row map are brought up to date under the same lock.
-    let lock = writer.commit(new_cursors.into_iter().collect()).await?;
-    report.write_ms += t.elapsed().as_millis() as u64;
-    report.sessions_touched = sessions.len() as u64;
-
-    // Re-derived messages have no indexes; a demoted owner's text is still in the
-    // full-text index (its statistics too): both are rebuilt whatever `skip_index` says.
-    // Many small fragments are compacted first; the indexes are then rebuilt over the new
-    // fragments, and the row map refreshed.
-    let mut upkeep = maintenance::compact(store, &lock, wrote).await?;
-    report.compacted = upkeep.compacted;
-    let fresh_indexes = report.rederived || report.demoted_messages > 0 || upkeep.compacted > 0;
-    if !req.skip_index || fresh_indexes {
-        let wrote = report.messages_added > 0 || report.recovered_interrupted_sync;
-        let t = Instant::now();
-        if fresh_indexes {
-            let scalar = report.rederived || upkeep.compacted > 0;
-            indexes::rebuild(store, &lock, true, scalar, &mut |_| {}).await?;
-        }
-        let idx = indexes::ensure_indexes(store, wrote).await?;
-        report.index_ms = t.elapsed().as_millis() as u64;
-        report.indexes_created = idx.created as u64;
-        report.indexes_updated = idx.updated;
-        report.unindexed_rows = idx.unindexed_rows as u64;
-        let t = Instant::now();
-        if let Some(stats) = store.refresh_rowmap(&lock).await? {
-            report.rowmap_rows = stats.rows;
-            report.rowmap_ms = t.elapsed().as_millis() as u64;
-        }
-        if report.rederived {
-            repair::rekey_vectors(store).await?;
-        }
-    }
-    maintenance::cleanup(store, &lock, &mut upkeep).await?;
-    report.old_versions_removed = upkeep.old_versions_removed;
-    drop(lock);
-    quarantine.finish();
-    report.set_aside = Quarantine::list(store.root())
-        .into_iter()
-        .map(|(path, _)| path)
-        .collect();
-    report.elapsed_ms = started.elapsed().as_millis() as u64;
-    if let Err(e) = store.save_report("sync", &report) {
-        tracing::warn!("could not keep the sync report for status: {e}");
-    }
-    Ok(report)
+    Ok(files)
 }
 
 /// Bring the store to the current row model and one spelling per file, in `writer`'s
@@ -363,8 +238,16 @@ enum Kept {
     Excluded,
 }
 
-impl Kept {
-    fn of(batch: &FileBatch, forgotten: &Forgotten, exclude: &[String]) -> Kept {
+/// What decides [`Kept`]: the tombstones, and the projects the sync excludes.
+#[derive(Clone, Copy)]
+struct Keep<'a> {
+    forgotten: &'a Forgotten,
+    exclude: &'a [String],
+}
+
+impl Keep<'_> {
+    fn of(&self, batch: &FileBatch) -> Kept {
+        let (forgotten, exclude) = (self.forgotten, self.exclude);
         let sessions = batch
             .sessions
             .iter()
@@ -393,132 +276,209 @@ impl Kept {
     }
 }
 
-/// One file to read in a window, from its stored cursor or where its last part stopped,
-/// unless it is set aside (`skip`: why).
-struct Task {
-    file: usize,
-    from: Option<FileCursor>,
-    skip: Option<String>,
+/// What [`read_and_write`] did.
+struct Read {
+    /// The cursors to store: files read to their end (or forgotten elsewhere).
+    cursors: BTreeMap<String, FileCursor>,
+    /// Whether any rows were written.
+    wrote: bool,
+    /// Sessions with rows read.
+    sessions: u64,
 }
 
-/// What each file has left to read. A session of a database has no file of its own: it
-/// counts as an equal share of its database, so a read window holds about
-/// [`WINDOW_BYTES`] of a database's rows, not [`WINDOW_FILES`] of its sessions (at
-/// OpenCode's size 512 sessions are about 200 MiB of rows, and two windows are held at
-/// once). A session read before counts as read: the estimate is for a first read.
-fn unread_bytes(files: &[SourceFile], cursors: &HashMap<String, FileCursor>) -> Vec<u64> {
-    // A database session's path is the database's followed by the session's id.
-    let in_database: Vec<Option<&Path>> = files
-        .iter()
-        .map(|f| f.database().and(f.path.parent()))
-        .collect();
-    let mut databases: HashMap<&Path, (u64, u64)> = HashMap::new();
-    for db in in_database.iter().flatten() {
-        databases
-            .entry(db)
-            .or_insert_with(|| (std::fs::metadata(db).map_or(0, |m| m.len()), 0))
-            .1 += 1;
-    }
-    files
-        .iter()
-        .zip(&in_database)
-        .map(|(f, db)| {
-            let size = match db {
-                Some(db) => {
-                    let (bytes, sessions) = databases[db];
-                    bytes / sessions.max(1)
+/// Read every file from its cursor, window by window ([`Reader`]), and write the rows
+/// `keep` stores in `writer`'s transaction every [`FLUSH_BYTES`] or [`FLUSH_MESSAGES`];
+/// `progress` after every file (or part of one).
+async fn read_and_write(
+    files: Vec<SourceFile>,
+    cursors: &HashMap<String, FileCursor>,
+    keep: Keep<'_>,
+    writer: &mut SyncWriter<'_>,
+    quarantine: &mut Quarantine,
+    report: &mut SyncReport,
+    progress: &mut (dyn FnMut(SyncProgress) + Send),
+) -> Result<Read, SyncError> {
+    // What each file has left to read, and what all of them have.
+    let unread = read::unread_bytes(&files, cursors);
+    let mut tally = Tally {
+        prog: SyncProgress {
+            files_total: files.len() as u64,
+            bytes_total: unread.iter().sum(),
+            ..SyncProgress::default()
+        },
+        ..Tally::default()
+    };
+    progress(tally.prog);
+    let mut done = Read {
+        cursors: BTreeMap::new(),
+        wrote: false,
+        sessions: 0,
+    };
+    let mut pending = PendingBatch::default();
+    let mut reader = Reader::start(files, unread, cursors, quarantine);
+    while let Some((outcomes, read_ms)) = reader.next(cursors, quarantine).await? {
+        report.read_ms += read_ms;
+        for (i, before, out) in outcomes {
+            let file = &reader.files()[i];
+            let path = path_key(&file.path);
+            let share = file.database().map(|_| reader.unread(i));
+            tally.count(report, &path, before, share, &out);
+            let kept = keep.of(&out.batch);
+            if let Some(batch) = settle(out, path, kept, report, &mut done.cursors, quarantine) {
+                pending.append(batch);
+                if pending.approx_bytes() >= FLUSH_BYTES || pending.messages() >= FLUSH_MESSAGES {
+                    done.wrote |= flush(writer, &mut pending, &mut tally.rewritten, report).await?;
                 }
-                None => std::fs::metadata(&f.path).map_or(0, |m| m.len()),
-            };
-            let done = cursors
-                .get(&path_key(&f.path))
-                .map_or(0, |c| c.offset.min(size));
-            size - done
-        })
-        .collect()
-}
-
-/// What is left to read of `f` from `from`.
-fn queue_unread(f: &SourceFile, from: Option<&FileCursor>) -> u64 {
-    let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
-    size.saturating_sub(from.map_or(0, |c| c.offset))
-}
-
-/// The files left to read, cut into windows of about [`WINDOW_BYTES`] of unread data.
-struct Windows {
-    /// The next file not read yet.
-    next: usize,
-    /// Each file's unread bytes.
-    unread: Vec<u64>,
-    /// Files whose read stopped at the window's budget: they open the next window.
-    carried: Vec<Task>,
-}
-
-impl Windows {
-    fn window(
-        &mut self,
-        files: &[SourceFile],
-        cursors: &HashMap<String, FileCursor>,
-        quarantine: &Quarantine,
-    ) -> Option<Vec<Task>> {
-        let mut tasks = std::mem::take(&mut self.carried);
-        let mut bytes = tasks.len() as u64 * WINDOW_BYTES;
-        while self.next < self.unread.len() && bytes < WINDOW_BYTES && tasks.len() < WINDOW_FILES {
-            let path = path_key(&files[self.next].path);
-            bytes += self.unread[self.next].min(WINDOW_BYTES);
-            tasks.push(Task {
-                file: self.next,
-                from: cursors.get(&path).cloned(),
-                skip: quarantine.set_aside(&files[self.next].path),
-            });
-            self.next += 1;
+            }
+            progress(tally.prog);
         }
-        (!tasks.is_empty()).then_some(tasks)
+    }
+    done.wrote |= flush(writer, &mut pending, &mut tally.rewritten, report).await?;
+    done.sessions = tally.sessions.len() as u64;
+    Ok(done)
+}
+
+/// What the read stage counts as outcomes come: the progress, the sessions read, and the
+/// files read again from their start, whose paths the next write is told of.
+#[derive(Default)]
+struct Tally {
+    prog: SyncProgress,
+    sessions: HashSet<String>,
+    rewritten_paths: HashSet<String>,
+    /// The paths of the outcomes since the last write that belong to a rewritten file.
+    rewritten: Vec<String>,
+}
+
+impl Tally {
+    /// Count one outcome of the file at `path`, read from offset `before`, in the report
+    /// and the progress. A database's session moves the bar by `share`, the part of its
+    /// database it was counted at (its lines are not the database's bytes), so the bar
+    /// ends full.
+    fn count(
+        &mut self,
+        report: &mut SyncReport,
+        path: &str,
+        before: u64,
+        share: Option<u64>,
+        out: &ReadOutcome,
+    ) {
+        if out.mode != ReadMode::Continued {
+            report.files_seen += 1;
+            self.prog.files_done += 1;
+        }
+        match out.mode {
+            ReadMode::Unchanged => report.files_unchanged += 1,
+            ReadMode::New => report.files_new += 1,
+            ReadMode::Appended => report.files_appended += 1,
+            ReadMode::Rewritten => {
+                report.files_rewritten += 1;
+                self.rewritten_paths.insert(path.to_owned());
+            }
+            ReadMode::Continued => {}
+            ReadMode::Failed => report.files_failed += 1,
+        }
+        if self.rewritten_paths.contains(path) {
+            self.rewritten.push(path.to_owned());
+        }
+        let read = match out.mode {
+            ReadMode::Appended | ReadMode::Continued => out.cursor.offset.saturating_sub(before),
+            _ => out.cursor.offset,
+        };
+        report.bytes_read += read;
+        report.lines_read += out.lines_read;
+        self.prog.bytes_done += share.unwrap_or(read);
+        self.prog.messages += out.batch.messages.len() as u64;
+        for s in &out.batch.sessions {
+            self.sessions.insert(s.id.clone());
+        }
+        for (kind, n) in &out.batch.skipped {
+            report.skipped += n;
+            *report.skipped_by_reason.entry(kind.clone()).or_default() += n;
+        }
+        note_examples(report, &out.batch.skips);
     }
 }
 
-/// One file's outcome: its index, the offset it was read from, and the outcome.
-type Outcome = (usize, u64, ReadOutcome);
+/// Where one outcome goes: its rows, returned to be written unless `kept` says they are
+/// not stored; its cursor, into `cursors`, once the file is read to its end and something
+/// was read (the file then leaves the quarantine), or, for a forgotten session found under
+/// another path, so that it is read no more. An excluded project's file is read again next
+/// time (its exclusion may be lifted).
+fn settle(
+    out: ReadOutcome,
+    path: String,
+    kept: Kept,
+    report: &mut SyncReport,
+    cursors: &mut BTreeMap<String, FileCursor>,
+    quarantine: &mut Quarantine,
+) -> Option<FileBatch> {
+    if kept != Kept::Stored {
+        // Counted once per file, at its first (or only) part.
+        if out.mode != ReadMode::Continued {
+            report.files_excluded += 1;
+        }
+        if kept == Kept::Forgotten && !out.cursor.partial {
+            cursors.insert(path, out.cursor);
+        }
+        return None;
+    }
+    if !out.cursor.partial && !matches!(out.mode, ReadMode::Unchanged | ReadMode::Failed) {
+        quarantine.cleared(&path);
+        cursors.insert(path, out.cursor);
+    }
+    Some(out.batch)
+}
 
-/// Read the files of one window on one thread per core, each up to [`WINDOW_BYTES`];
-/// outcomes in window order, and the wall time it took.
-fn read_window(
-    files: &[SourceFile],
-    tasks: Vec<Task>,
-    held: &HeldDatabases,
-) -> (Vec<Outcome>, u64) {
-    let started = Instant::now();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let next = AtomicUsize::new(0);
-    let mut all: Vec<(usize, Outcome)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(task) = tasks.get(k) else {
-                            break mine;
-                        };
-                        let f = &files[task.file];
-                        let before = task.from.as_ref().map_or(0, |c| c.offset);
-                        let out = match &task.skip {
-                            Some(why) => ReadOutcome::skipped(f, task.from.as_ref(), why.clone()),
-                            None => read_file_part(f, task.from.as_ref(), WINDOW_BYTES, held),
-                        };
-                        mine.push((k, (task.file, before, out)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("reader thread"))
-            .collect()
-    });
-    all.sort_by_key(|(k, _)| *k);
-    let outcomes = all.into_iter().map(|(_, o)| o).collect();
-    (outcomes, started.elapsed().as_millis() as u64)
+/// After the commit: many small fragments compacted (when the sync `changed` the store),
+/// the indexes brought up to date (unless `skip_index`), and old versions removed.
+/// Re-derived messages have no indexes, and a demoted owner's text is still in the
+/// full-text index (its statistics too): both are rebuilt whatever `skip_index` says, over
+/// the compacted fragments, and the row map refreshed.
+async fn upkeep(
+    store: &Store,
+    lock: &StoreLock,
+    skip_index: bool,
+    changed: bool,
+    report: &mut SyncReport,
+) -> Result<(), SyncError> {
+    let mut upkeep = maintenance::compact(store, lock, changed).await?;
+    report.compacted = upkeep.compacted;
+    let fresh_indexes = report.rederived || report.demoted_messages > 0 || upkeep.compacted > 0;
+    if !skip_index || fresh_indexes {
+        let plan = Reindex {
+            fts: fresh_indexes,
+            scalar: report.rederived || upkeep.compacted > 0,
+            ensure: Some(report.messages_added > 0 || report.recovered_interrupted_sync),
+            rowmap: RowMap::Refresh,
+            rekey: report.rederived,
+        };
+        let done = reindex(store, lock, plan, &mut |_| {}).await?;
+        report.index_ms = done.index_ms;
+        if let Some(idx) = done.ensured {
+            report.indexes_created = idx.created as u64;
+            report.indexes_updated = idx.updated;
+            report.unindexed_rows = idx.unindexed_rows as u64;
+        }
+        if let Some((stats, ms)) = done.rowmap {
+            report.rowmap_rows = stats.rows;
+            report.rowmap_ms = ms;
+        }
+    }
+    maintenance::cleanup(store, lock, &mut upkeep).await?;
+    report.old_versions_removed = upkeep.old_versions_removed;
+    Ok(())
+}
+
+/// The report's last figures (the files set aside, the time), kept for `pond status`.
+fn finish(store: &Store, report: &mut SyncReport, started: Instant) {
+    report.set_aside = Quarantine::list(store.root())
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    if let Err(e) = store.save_report("sync", report) {
+        tracing::warn!("could not keep the sync report for status: {e}");
+    }
 }
 
 /// Write what is pending; whether there was anything.
@@ -576,35 +536,198 @@ fn note_examples(report: &mut SyncReport, skips: &[Skip]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pond_ingest::discover::classify;
+    use std::path::{Path, PathBuf};
 
-    fn file(path: PathBuf, source: &str) -> SourceFile {
-        classify(path, Source::parse(source))
+    fn claude_file(dir: &Path, name: &str) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, "{}\n").unwrap();
+        std::fs::canonicalize(path).unwrap()
     }
 
+    fn source(agent: &str, path: &Path) -> SyncSource {
+        SyncSource {
+            agent: Some(agent.into()),
+            path: path.to_owned(),
+        }
+    }
+
+    /// A file two sources find is read once, a forgotten one not at all, and parents come
+    /// before subagents across sources.
     #[test]
-    fn a_database_session_counts_as_its_share_of_the_database() {
+    fn discover_reads_each_file_once_less_the_forgotten_parents_first() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("opencode.db");
-        std::fs::write(&db, vec![0u8; 3000]).unwrap();
-        let log = dir.path().join("s.jsonl");
-        std::fs::write(&log, vec![b'x'; 700]).unwrap();
-        let files = vec![
-            file(db.join("ses_a"), "opencode"),
-            file(db.join("ses_b"), "opencode"),
-            file(db.join("ses_c"), "opencode"),
-            file(log.clone(), "claude-code"),
-        ];
-        let mut cursors = HashMap::new();
-        assert_eq!(unread_bytes(&files, &cursors), [1000, 1000, 1000, 700]);
-        // Read before: nothing is estimated left (a grown session is not known until read).
-        let read = |offset| FileCursor {
-            offset,
-            ..FileCursor::default()
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let sub = claude_file(&a, "agent-x.jsonl");
+        let first = claude_file(&a, "s1.jsonl");
+        let gone = claude_file(&b, "s2.jsonl");
+        let last = claude_file(&b, "s3.jsonl");
+        let forgotten = Forgotten {
+            paths: [path_key(&gone)].into(),
+            ..Forgotten::default()
         };
-        cursors.insert(path_key(&db.join("ses_b")), read(4000));
-        cursors.insert(path_key(&log), read(200));
-        assert_eq!(unread_bytes(&files, &cursors), [1000, 0, 1000, 500]);
+        let sources = [
+            source("claude-code", &a),
+            source("claude-code", &b),
+            source("claude-code", &a),
+        ];
+        let mut report = SyncReport::default();
+        let files = discover(&sources, &forgotten, &mut report).unwrap();
+        let paths: Vec<&Path> = files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(paths, [&first, &last, &sub]);
+        assert_eq!(report.files_forgotten, 1);
+        assert_eq!(report.skipped, 0);
+        let unknown = discover(&[source("nope", &a)], &forgotten, &mut report);
+        assert!(matches!(unknown, Err(SyncError::UnknownAgent(a)) if a == "nope"));
+    }
+
+    fn outcome(mode: ReadMode, offset: u64, session: Option<&str>) -> ReadOutcome {
+        let mut batch = FileBatch::default();
+        if let Some(id) = session {
+            batch.sessions.push(pond_ingest::SessionRow {
+                id: id.into(),
+                project: Some("/home/u/work/secret-project".into()),
+                ..Default::default()
+            });
+        }
+        ReadOutcome {
+            mode,
+            batch,
+            cursor: FileCursor {
+                offset,
+                ..FileCursor::default()
+            },
+            lines_read: 2,
+        }
+    }
+
+    /// Each file is counted once however many parts it is read in; bytes are what this
+    /// read consumed (an unchanged file counts at its cursor, as the report always did); a
+    /// rewritten file's parts are all named to the next write.
+    #[test]
+    fn tally_counts_files_once_and_the_bytes_each_part_read() {
+        let mut report = SyncReport::default();
+        let mut tally = Tally::default();
+        let count = |tally: &mut Tally, report: &mut SyncReport, path, before, share, out| {
+            tally.count(report, path, before, share, &out);
+        };
+        count(
+            &mut tally,
+            &mut report,
+            "new",
+            0,
+            None,
+            outcome(ReadMode::New, 100, Some("s1")),
+        );
+        let grown = outcome(ReadMode::Appended, 150, Some("s1"));
+        count(&mut tally, &mut report, "grown", 100, None, grown);
+        let rewritten = outcome(ReadMode::Rewritten, 64, Some("s2"));
+        count(&mut tally, &mut report, "re", 0, None, rewritten);
+        let rest = outcome(ReadMode::Continued, 90, None);
+        count(&mut tally, &mut report, "re", 64, None, rest);
+        let same = outcome(ReadMode::Unchanged, 500, None);
+        count(&mut tally, &mut report, "same", 500, None, same);
+        let row = outcome(ReadMode::New, 7, Some("s3"));
+        count(&mut tally, &mut report, "db/s3", 0, Some(1000), row);
+        assert_eq!(report.files_seen, 5);
+        assert_eq!(
+            (
+                report.files_new,
+                report.files_appended,
+                report.files_rewritten,
+                report.files_unchanged
+            ),
+            (2, 1, 1, 1)
+        );
+        assert_eq!(report.bytes_read, 100 + 50 + 64 + 26 + 500 + 7);
+        assert_eq!(report.lines_read, 12);
+        assert_eq!(tally.prog.files_done, 5);
+        assert_eq!(tally.prog.bytes_done, 100 + 50 + 64 + 26 + 500 + 1000);
+        assert_eq!(tally.sessions.len(), 3);
+        assert_eq!(tally.rewritten, ["re", "re"]);
+    }
+
+    /// A cursor is kept once a file is read to its end (a forgotten session's too, so it is
+    /// not read again); an excluded project's is not, nor a partial read's; only stored
+    /// rows go on to be written.
+    #[test]
+    fn settle_keeps_the_rows_and_cursors_a_sync_stores() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut quarantine = Quarantine::load(dir.path());
+        let mut report = SyncReport::default();
+        let mut cursors = BTreeMap::new();
+        let mut settle_one = |path: &str, kept, out| {
+            settle(
+                out,
+                path.into(),
+                kept,
+                &mut report,
+                &mut cursors,
+                &mut quarantine,
+            )
+            .is_some()
+        };
+        assert!(settle_one(
+            "done",
+            Kept::Stored,
+            outcome(ReadMode::New, 9, None)
+        ));
+        let mut part = outcome(ReadMode::New, 9, None);
+        part.cursor.partial = true;
+        assert!(settle_one("part", Kept::Stored, part));
+        assert!(settle_one(
+            "same",
+            Kept::Stored,
+            outcome(ReadMode::Unchanged, 9, None)
+        ));
+        assert!(settle_one(
+            "bad",
+            Kept::Stored,
+            outcome(ReadMode::Failed, 9, None)
+        ));
+        assert!(!settle_one(
+            "gone",
+            Kept::Forgotten,
+            outcome(ReadMode::New, 9, None)
+        ));
+        assert!(!settle_one(
+            "out",
+            Kept::Excluded,
+            outcome(ReadMode::New, 9, None)
+        ));
+        assert!(!settle_one(
+            "out",
+            Kept::Excluded,
+            outcome(ReadMode::Continued, 9, None)
+        ));
+        let kept: Vec<&str> = cursors.keys().map(String::as_str).collect();
+        assert_eq!(kept, ["done", "gone"]);
+        assert_eq!(report.files_excluded, 2);
+    }
+
+    /// A batch with a forgotten session is not stored, nor one whose project names an
+    /// excluded part; an empty exclusion excludes nothing.
+    #[test]
+    fn keep_leaves_out_forgotten_sessions_and_excluded_projects() {
+        let forgotten = Forgotten {
+            sessions: ["s2".to_owned()].into(),
+            ..Forgotten::default()
+        };
+        let exclude = ["secret".to_owned()];
+        let keep = Keep {
+            forgotten: &forgotten,
+            exclude: &exclude,
+        };
+        let batch = |id| outcome(ReadMode::New, 0, Some(id)).batch;
+        assert_eq!(keep.of(&batch("s2")), Kept::Forgotten);
+        assert_eq!(keep.of(&batch("s1")), Kept::Excluded);
+        assert_eq!(keep.of(&FileBatch::default()), Kept::Stored);
+        let none = [String::new()];
+        let keep = Keep {
+            exclude: &none,
+            ..keep
+        };
+        assert_eq!(keep.of(&batch("s1")), Kept::Stored);
     }
 
     /// A sync of a database and a file reports every byte counted as done at its end.
@@ -628,10 +751,6 @@ mod tests {
         )
         .unwrap();
         let store = Store::open(&dir.path().join("store"), Default::default()).unwrap();
-        let source = |agent: &str, path: &Path| pond_protocol::sync::SyncSource {
-            agent: Some(agent.into()),
-            path: path.to_owned(),
-        };
         let req = SyncRequest {
             sources: vec![source("opencode", &home), source("claude-code", &claude)],
             skip_index: true,
