@@ -9,6 +9,13 @@
 //! activations offset to unsigned, the offset taken back through each output's weight sum),
 //! AVX2 (`vpmaddubsw` on |w| and sign(a, w), which cannot saturate with values in -127..=127),
 //! and portable Rust elsewhere (aarch64, old x86).
+//! `POND_EMBED_KERNEL=avx2|portable` forces a narrower one (`crate::cpu`).
+//!
+//! Threads: a product of fewer than `PARALLEL_MIN_MACS` multiply-adds (a query of a few
+//! tokens) runs on the calling thread; a larger one splits its rows over rayon's threads in
+//! blocks, each block quantizing its own rows into thread-local scratch and walking the
+//! weights a `PANEL_BYTES` panel at a time, so a layer larger than L2 is read from memory
+//! once per block of rows.
 
 use rayon::prelude::*;
 use std::ops::Range;

@@ -1,10 +1,20 @@
 //! Message embeddings: the `embeddings` dataset, its backfill, and nearest-neighbour search.
 //!
-//! Vectors live in their own dataset rather than as a column of `messages`: `messages` stays
-//! append-only (the row map and sync rely on it), a backfill only appends, and a store can
-//! hold the vectors of more than one model side by side (`model` says whose each is). Each row
-//! carries the message's row id (for hydration from the row map) and copies of the columns
-//! search filters on, so filters prefilter the nearest-neighbour query in Lance.
+//! Vectors live in their own dataset rather than as a column of `messages`: a backfill only
+//! appends (without the store lock), `messages` is rewritten only by a sync's demotions and
+//! re-derivations and by forget, and a store can hold the vectors of more than one model side
+//! by side (`model` says whose each is; every query filters on it). Each row carries the
+//! message's row id (for hydration from the row map), its message id (so [`rekey`] can move
+//! it to a re-derived row) and copies of the columns search filters on, so filters prefilter
+//! the nearest-neighbour query in Lance. A vector whose row is gone is skipped by hydration;
+//! a demoted owner's is deleted when the sync commits, and [`prune`] removes the rest.
+//!
+//! The backfill embeds every searchable message without a vector from this model, newest
+//! first, in chunks of [`CHUNK_ROWS`] sorted by length (each distinct text embedded once,
+//! [`BATCH_TEXTS`] texts a call), each chunk one append commit: a killed backfill loses at
+//! most its chunk in flight and the next one skips what is there. From
+//! [`VECTOR_INDEX_MIN_ROWS`] vectors an IVF-SQ index is built (below, every vector is scanned
+//! exactly); vectors not yet indexed are still scanned.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

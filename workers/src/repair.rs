@@ -11,6 +11,11 @@
 //! Both repairs and an upgrade from the model of older ponds (one row per message id) end
 //! in [`rederive`]: sessions, messages and parts rebuilt from `records`, in the same
 //! transaction, never by reading source files that may be gone.
+//!
+//! Vectors are keyed by message id, so re-derived rows keep theirs: [`rekey_vectors`] moves
+//! each to its message's new row (later, when a backfill holds the embedding lock), and none
+//! is computed again. Readers refuse a store not yet upgraded with a message naming
+//! `pond rebuild` and `pond sync`.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;

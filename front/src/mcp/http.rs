@@ -17,6 +17,10 @@
 //! body's size (`MAX_BODY_BYTES`, 413 past it), and live sessions (`MAX_SESSIONS`: an
 //! `initialize` past it closes the least recently used one, as does `SESSION_IDLE` without
 //! a request; its client then gets 404).
+//!
+//! A loopback connection whose client socket another user owns (the kernel's socket tables,
+//! `loopback_peer_uid`) is closed at accept, before any byte is read. Memory a flood of
+//! sessions took is handed back (`malloc_trim`) after sessions close.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;

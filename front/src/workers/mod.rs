@@ -18,6 +18,18 @@
 //! Children are spawned from actor tasks, which run on the runtime's long-lived worker
 //! threads: `PR_SET_PDEATHSIG` fires when the *thread* that forked a child exits, so a child
 //! must never be spawned from a short-lived blocking thread.
+//!
+//! A job ends with `Done`, or with the worker's death (its channel closes: reaped and
+//! described by signal and its last stderr lines), its deadline, stall limit or memory
+//! budget (SIGKILL, reap, a `Timeout` or `OverBudget` error), or its caller going away
+//! (SIGKILL). The
+//! handshake's accept runs on a blocking thread raced against the child's exit and the
+//! connect deadline; giving up, the front connects to its own one-shot server to free that
+//! thread. Only a worker that fails to start counts toward the refusal (`MAX_CRASHES` in
+//! `CRASH_WINDOW`, with backoff between starts): one that dies in a job is replaced for the
+//! next, so no caller's request can make pond refuse the next caller's. On shutdown a busy
+//! worker is killed, an idle one asked to exit (`EXIT_GRACE`, then SIGKILL), and all are
+//! reaped.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
