@@ -8,6 +8,15 @@
 //! | `records`  | source line, verbatim      | `source_path`, `line`       |
 //! | `files`    | source file's ingest state | `path`                      |
 //! | `usage`    | model call's token counts  | `key`                       |
+//!
+//! `records` is where nothing is lost: every source line verbatim, message or not, stored
+//! once with its file, line and byte offset. `sessions`, `messages`, `parts` and `usage` are
+//! derived from the lines and can be derived again from `records` alone (an upgrade, a
+//! repair, a forget), without the source files. `messages.search_text` holds conversational
+//! text only (user prompts, assistant text; none for tool traffic, thinking, harness text or
+//! a replayed copy), which is what the full-text index and the embeddings cover; everything
+//! else stays reachable through `parts`. Vectors are a dataset of their own
+//! (`crate::vectors`).
 
 use std::sync::{Arc, LazyLock};
 
