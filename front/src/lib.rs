@@ -24,6 +24,7 @@ pub mod install;
 pub mod mcp;
 pub mod model;
 pub mod ops;
+pub mod params;
 pub mod render;
 pub mod rendezvous;
 pub mod runner;

@@ -26,6 +26,7 @@ use pond_store::Store;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
 
+use crate::params::{ExportFormat, ExportParams};
 use crate::runner::Runner;
 use crate::status::{self, BackgroundSync, Status};
 use crate::workers::{sync_stall, JobOptions};
@@ -41,6 +42,10 @@ pub type ProgressSink = Option<UnboundedSender<Progress>>;
 /// How long after a SQL query's own timeout its worker is killed: the query's graceful end
 /// (an error naming the timeout) comes first, the kill only for a plan that never yields.
 pub const SQL_KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// A Markdown export's page: messages and bytes read from the store at a time.
+const EXPORT_PAGE_MESSAGES: usize = 500;
+const EXPORT_PAGE_BYTES: usize = 8 << 20;
 
 /// How long `pond usage` may sum before its worker is killed.
 pub const USAGE_DEADLINE: Duration = Duration::from_secs(120);
@@ -321,7 +326,6 @@ impl Front {
         .await
     }
 
-    /// Rebuild the indexes `req` names in the index worker.
     /// Tokens and cost summed over the store's `usage` (`pond usage`, `pond_usage`), in
     /// the sql worker: the front receives the summary's lines only. Days are the zone's.
     pub async fn usage(&self, mut req: UsageRequest) -> Result<UsageReport, Error> {
@@ -343,6 +347,7 @@ impl Front {
         Ok(*report)
     }
 
+    /// Rebuild the indexes `req` names in the index worker.
     pub async fn rebuild(
         &self,
         req: RebuildRequest,
@@ -358,5 +363,93 @@ impl Front {
             self.runner.call(req, opts),
         )
         .await
+    }
+
+    /// A stored session written out (`pond export`), a piece at a time to `write`: its
+    /// lines as its client wrote them (restored into a temporary folder by a worker, then
+    /// read back a line at a time), or a Markdown document read page by page.
+    pub async fn export(
+        &self,
+        params: ExportParams,
+        write: &mut dyn FnMut(&str),
+    ) -> Result<(), Error> {
+        let session = &get::resolve_session_id(&self.store, &params.session).await?;
+        match params.format {
+            ExportFormat::Jsonl => {
+                use std::io::BufRead;
+                let io = |e: std::io::Error| Error::new(ErrorKind::Internal, e.to_string());
+                let dir = tempfile::tempdir().map_err(io)?;
+                let req = RestoreRequest {
+                    session: session.to_owned(),
+                    out_dir: Some(dir.path().to_owned()),
+                    dry_run: false,
+                };
+                let report = self.restore(req).await?;
+                let file = report
+                    .files
+                    .iter()
+                    .find(|f| f.session_id == *session)
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::Internal,
+                            format!("the store holds no file of session {session}"),
+                        )
+                    })?;
+                let mut lines =
+                    std::io::BufReader::new(std::fs::File::open(&file.path).map_err(io)?);
+                let mut line = Vec::new();
+                while lines.read_until(b'\n', &mut line).map_err(io)? > 0 {
+                    write(&String::from_utf8_lossy(&line));
+                    line.clear();
+                }
+            }
+            ExportFormat::Markdown => {
+                let mut req = PageRequest {
+                    from: get::PageFrom::Start,
+                    limit: EXPORT_PAGE_MESSAGES,
+                    after: None,
+                    before: None,
+                    max_bytes: EXPORT_PAGE_BYTES,
+                    include_replayed: false,
+                };
+                let mut first = true;
+                loop {
+                    let page = self.get_session(session, &req).await?;
+                    if std::mem::take(&mut first) {
+                        write(&crate::render::markdown::header(&page.session));
+                    }
+                    for m in &page.messages {
+                        write(&crate::render::markdown::message(m));
+                    }
+                    match page.more_after {
+                        Some(after) => req.after = Some(after),
+                        None => break,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// After a sync that excludes projects: of each excluded project, how many sessions
+    /// the store holds from before (what `pond forget --project` would remove), where any.
+    pub async fn stored_in_excluded(
+        &self,
+        exclude_projects: &[String],
+    ) -> Result<Vec<(String, usize)>, Error> {
+        let mut stored = Vec::new();
+        for project in exclude_projects.iter().filter(|p| !p.is_empty()) {
+            let plan = self
+                .forget(ForgetRequest {
+                    project: Some(project.clone()),
+                    dry_run: true,
+                    ..ForgetRequest::default()
+                })
+                .await?;
+            if !plan.sessions.is_empty() {
+                stored.push((project.clone(), plan.sessions.len()));
+            }
+        }
+        Ok(stored)
     }
 }

@@ -72,6 +72,15 @@ pub struct UsageSummary {
     pub unpriced_models: Vec<String>,
 }
 
+/// The answer in the format asked for: the table, the summary as JSON, or CSV.
+pub fn answer(r: &UsageReport, format: pond_protocol::Format) -> String {
+    match format {
+        pond_protocol::Format::Table => table(r),
+        pond_protocol::Format::Json => format!("{}\n", super::json(&summary(r))),
+        pond_protocol::Format::Csv => csv(r),
+    }
+}
+
 pub fn summary(r: &UsageReport) -> UsageSummary {
     use pond_protocol::Choice;
     let mut rows: Vec<UsageRow> = Vec::new();
