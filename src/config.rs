@@ -4,67 +4,183 @@
 //! file > default. A bad file is an error that names the key and the line.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
-use clap::parser::ValueSource;
 use clap::ArgMatches;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
+pub(crate) use crate::settings::Shown;
+use crate::settings::{FileSettings, Origin, SETTINGS};
 use crate::Cli;
 
-/// The file as written. Every key is optional; an unknown key is an error (a typo must not
-/// be silently ignored).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The file as written: a value for any setting of the table that has a config key
+/// ([`crate::settings`]), and the sources. Every key is optional; an unknown key is an
+/// error (a typo must not be silently ignored) that lists the keys there are.
+#[derive(Debug, Default)]
 pub(crate) struct ConfigFile {
-    store: Option<PathBuf>,
-    #[serde(default)]
-    cache: Cache,
-    #[serde(default)]
-    workers: Workers,
-    #[serde(default)]
-    mcp: Mcp,
-    #[serde(default)]
-    sync: Sync,
-    #[serde(default)]
-    display: Display,
-    /// Per client (`claude-code`, `codex`, `copilot`): whether `pond sync` reads it and where.
-    #[serde(default)]
+    settings: FileSettings,
+    /// Per client (`[sources.NAME]`, a name of the client registry): whether `pond sync`
+    /// reads it and where.
     sources: BTreeMap<String, Source>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Cache {
-    index_mib: Option<usize>,
-    metadata_mib: Option<usize>,
+/// The table that holds a client's settings.
+const SOURCES: &str = "sources";
+
+/// The keys at the top of the file: the settings' there and their sections', in the
+/// table's order, then `sources`.
+fn top_keys() -> &'static [&'static str] {
+    static KEYS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut keys: Vec<&'static str> = Vec::new();
+        for key in crate::settings::in_file().iter().filter_map(|s| s.key) {
+            let top = key.split_once('.').map_or(key, |(section, _)| section);
+            if !keys.contains(&top) {
+                keys.push(top);
+            }
+        }
+        keys.push(SOURCES);
+        keys
+    })
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Workers {
-    idle_secs: Option<u64>,
-    sql_memory_mib: Option<u64>,
-    sync_memory_mib: Option<u64>,
+/// The keys of one section (`cache`: `index_mib`, `metadata_mib`).
+fn section_keys(section: &str) -> &'static [&'static str] {
+    static KEYS: OnceLock<BTreeMap<&'static str, Vec<&'static str>>> = OnceLock::new();
+    let all = KEYS.get_or_init(|| {
+        let mut all: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
+        for key in SETTINGS.iter().filter_map(|s| s.key) {
+            if let Some((section, name)) = key.split_once('.') {
+                all.entry(section).or_default().push(name);
+            }
+        }
+        all
+    });
+    all.get(section).map_or(&[], Vec::as_slice)
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Mcp {
-    auto_sync_mins: Option<u64>,
+impl<'de> Deserialize<'de> for ConfigFile {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_struct("ConfigFile", top_keys(), Section { name: "" })
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Sync {
-    exclude_projects: Option<Vec<String>>,
+/// A key of a table whose keys are `keys`: any other is an error that lists them.
+struct Key(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = &'static str;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<&'static str, D::Error> {
+        d.deserialize_identifier(self)
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Display {
-    utc: Option<bool>,
+impl Visitor<'_> for Key {
+    type Value = &'static str;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("field identifier")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<&'static str, E> {
+        self.0
+            .iter()
+            .find(|k| **k == v)
+            .copied()
+            .ok_or_else(|| E::unknown_field(v, self.0))
+    }
+}
+
+/// The top of the file (`name` empty) or one of its sections.
+struct Section {
+    name: &'static str,
+}
+
+impl Section {
+    /// What a value that is not a table is said not to be (the names serde gives structs).
+    fn title(&self) -> String {
+        let mut chars = self.name.chars();
+        match chars.next() {
+            None => "ConfigFile".to_owned(),
+            Some(c) => c.to_uppercase().chain(chars).collect(),
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for Section {
+    type Value = ConfigFile;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "struct {}", self.title())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ConfigFile, A::Error> {
+        let mut file = ConfigFile::default();
+        self.read(&mut map, &mut file)?;
+        Ok(file)
+    }
+}
+
+impl Section {
+    fn read<'de, A: MapAccess<'de>>(
+        &self,
+        map: &mut A,
+        file: &mut ConfigFile,
+    ) -> Result<(), A::Error> {
+        let top = self.name.is_empty();
+        let keys = if top {
+            top_keys()
+        } else {
+            section_keys(self.name)
+        };
+        while let Some(key) = map.next_key_seed(Key(keys))? {
+            if !top {
+                file.settings.read(&format!("{}.{key}", self.name), map)?;
+            } else if key == SOURCES {
+                file.sources = map.next_value()?;
+            } else if section_keys(key).is_empty() {
+                file.settings.read(key, map)?;
+            } else {
+                map.next_value_seed(Nested {
+                    name: key,
+                    file: &mut *file,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A section, read into the file being read.
+struct Nested<'a> {
+    name: &'static str,
+    file: &'a mut ConfigFile,
+}
+
+impl<'de> DeserializeSeed<'de> for Nested<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let keys = section_keys(self.name);
+        d.deserialize_struct(self.name, keys, self)
+    }
+}
+
+impl<'de> Visitor<'de> for Nested<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "struct {}", Section { name: self.name }.title())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        Section { name: self.name }.read(&mut map, self.file)
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -81,7 +197,7 @@ fn source_names() -> Vec<&'static str> {
 
 /// Where the config file is: `--config`/`POND_CONFIG`, else the XDG config folder.
 pub(crate) fn path(cli: &Cli) -> PathBuf {
-    if let Some(p) = &cli.config {
+    if let Some(p) = &cli.settings.config {
         return p.clone();
     }
     std::env::var_os("XDG_CONFIG_HOME")
@@ -101,7 +217,7 @@ pub(crate) fn load(path: &Path) -> Result<ConfigFile> {
     };
     let mut file: ConfigFile = toml_edit::de::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
-    file.store = file.store.map(home_relative);
+    file.settings.store = file.settings.store.map(|s| s.map(home_relative));
     for source in file.sources.values_mut() {
         source.path = source.path.take().map(home_relative);
     }
@@ -117,134 +233,17 @@ pub(crate) fn load(path: &Path) -> Result<ConfigFile> {
     Ok(file)
 }
 
-/// Where one setting's value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origin {
-    Flag,
-    Env,
-    File,
-    Default,
-}
-
-impl Origin {
-    fn of(matches: &ArgMatches, id: &str) -> Origin {
-        // An argument another subcommand defines (mcp's auto-sync, asked of `pond sync`).
-        if matches.try_contains_id(id).is_err() {
-            return Origin::Default;
-        }
-        match matches.value_source(id) {
-            Some(ValueSource::CommandLine) => Origin::Flag,
-            Some(ValueSource::EnvVariable) => Origin::Env,
-            _ => Origin::Default,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::Flag => "flag",
-            Origin::Env => "env",
-            Origin::File => "file",
-            Origin::Default => "default",
-        }
-    }
-}
-
-/// One setting as `pond config show` lists it.
-pub(crate) struct Shown {
-    pub key: String,
-    pub value: String,
-    pub origin: Origin,
-}
-
 /// Fill every setting of `cli` that no flag or variable gave from `file`, and say where
 /// each value came from.
 pub(crate) fn apply(cli: &mut Cli, matches: &ArgMatches, file: ConfigFile) -> Vec<Shown> {
-    let mut shown = Vec::new();
-    let m = matches;
-    let out = &mut shown;
-    setting(
-        out,
-        m,
-        "store",
-        "store",
-        &mut cli.store,
-        file.store.map(Some),
-    );
-    let c = file.cache;
-    setting(
-        out,
-        m,
-        "cache.index_mib",
-        "index_cache_mib",
-        &mut cli.index_cache_mib,
-        c.index_mib,
-    );
-    let (id, v) = ("metadata_cache_mib", c.metadata_mib);
-    setting(
-        out,
-        m,
-        "cache.metadata_mib",
-        id,
-        &mut cli.metadata_cache_mib,
-        v,
-    );
-    let w = file.workers;
-    setting(
-        out,
-        m,
-        "workers.idle_secs",
-        "worker_idle_secs",
-        &mut cli.worker_idle_secs,
-        w.idle_secs,
-    );
-    let (id, v) = ("sql_memory_mib", w.sql_memory_mib);
-    setting(
-        out,
-        m,
-        "workers.sql_memory_mib",
-        id,
-        &mut cli.sql_memory_mib,
-        v,
-    );
-    let (id, v) = ("sync_memory_mib", w.sync_memory_mib);
-    setting(
-        out,
-        m,
-        "workers.sync_memory_mib",
-        id,
-        &mut cli.sync_memory_mib,
-        v,
-    );
-    let (id, v) = ("exclude_projects", file.sync.exclude_projects);
-    setting(
-        out,
-        m,
-        "sync.exclude_projects",
-        id,
-        &mut cli.exclude_projects,
-        v,
-    );
-    let (id, v) = ("utc", file.display.utc);
-    setting(out, m, "display.utc", id, &mut cli.utc, v);
-    // The MCP server's auto-sync is an argument of its subcommand; other commands show
-    // what `pond mcp` would use.
-    let mut auto_sync = AUTO_SYNC_MINS;
-    let mcp = matches.subcommand_matches("mcp");
-    let serve = matches.subcommand_matches("serve");
-    let value = match &mut cli.command {
-        crate::Command::Mcp { auto_sync_mins, .. }
-        | crate::Command::Serve { auto_sync_mins, .. } => auto_sync_mins,
-        _ => &mut auto_sync,
-    };
-    let m = mcp.or(serve).unwrap_or(matches);
-    setting(
-        out,
-        m,
-        "mcp.auto_sync_mins",
-        "auto_sync_mins",
-        value,
-        file.mcp.auto_sync_mins,
-    );
+    let mut shown = cli.settings.apply(matches, file.settings);
+    // The MCP server's auto-sync is an argument of its subcommand, which takes the value
+    // in effect.
+    if let crate::Command::Mcp { auto_sync_mins, .. }
+    | crate::Command::Serve { auto_sync_mins, .. } = &mut cli.command
+    {
+        *auto_sync_mins = cli.settings.auto_sync_mins;
+    }
     for name in source_names() {
         let s = file.sources.get(name).cloned().unwrap_or_default();
         let path = s
@@ -267,116 +266,6 @@ pub(crate) fn apply(cli: &mut Cli, matches: &ArgMatches, file: ConfigFile) -> Ve
     shown
 }
 
-/// The largest value each numeric setting takes, by flag and config key: anything larger is
-/// refused before it is used (a MiB count shifted into bytes or KiB, or seconds added to a
-/// clock, must not wrap or overflow).
-const MAXIMA: [(&str, &str, u64); 7] = [
-    ("--index-cache-mib", "cache.index_mib", 1 << 20),
-    ("--metadata-cache-mib", "cache.metadata_mib", 1 << 20),
-    ("--worker-idle-secs", "workers.idle_secs", 365 * 24 * 3600),
-    ("--sql-memory-mib", "workers.sql_memory_mib", 1 << 30),
-    ("--sync-memory-mib", "workers.sync_memory_mib", 1 << 30),
-    ("--auto-sync-mins", "mcp.auto_sync_mins", 365 * 24 * 60),
-    ("--idle-exit-mins", "", 365 * 24 * 60),
-];
-
-/// Every numeric setting in effect within its range (see [`MAXIMA`]), whichever of flag,
-/// variable or file gave it; the error names the setting and its range.
-pub(crate) fn check(cli: &Cli) -> Result<()> {
-    let (auto_sync, idle_exit) = match &cli.command {
-        crate::Command::Serve {
-            auto_sync_mins,
-            idle_exit_mins,
-            ..
-        } => (*auto_sync_mins, *idle_exit_mins),
-        crate::Command::Mcp { auto_sync_mins, .. } => (*auto_sync_mins, 0),
-        _ => (0, 0),
-    };
-    let values = [
-        cli.index_cache_mib as u64,
-        cli.metadata_cache_mib as u64,
-        cli.worker_idle_secs,
-        cli.sql_memory_mib,
-        cli.sync_memory_mib,
-        auto_sync,
-        idle_exit,
-    ];
-    for ((flag, key, max), value) in MAXIMA.iter().zip(values) {
-        if value > *max {
-            let name = match *key {
-                "" => flag.to_string(),
-                key => format!("{flag} ({key} in the config file)"),
-            };
-            bail!("{name} is {value}, out of range: it takes 0 to {max}");
-        }
-    }
-    Ok(())
-}
-
-/// `pond mcp`'s default auto-sync interval, minutes.
-pub(crate) const AUTO_SYNC_MINS: u64 = 10;
-
-/// One setting: the file's value where no flag or variable gave one.
-fn setting<T: Shows>(
-    out: &mut Vec<Shown>,
-    matches: &ArgMatches,
-    key: &'static str,
-    id: &str,
-    value: &mut T,
-    file: Option<T>,
-) {
-    let mut origin = Origin::of(matches, id);
-    if origin == Origin::Default {
-        if let Some(v) = file {
-            *value = v;
-            origin = Origin::File;
-        }
-    }
-    out.push(Shown {
-        key: key.to_owned(),
-        value: value.shows(),
-        origin,
-    });
-}
-
-/// A setting's value as `pond config show` prints it.
-trait Shows {
-    fn shows(&self) -> String;
-}
-
-impl Shows for bool {
-    fn shows(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl Shows for usize {
-    fn shows(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl Shows for u64 {
-    fn shows(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl Shows for Option<PathBuf> {
-    fn shows(&self) -> String {
-        self.as_deref().map_or_else(
-            || format!("{} (default)", crate::default_store().display()),
-            |p| p.display().to_string(),
-        )
-    }
-}
-
-impl Shows for Vec<String> {
-    fn shows(&self) -> String {
-        format!("{self:?}")
-    }
-}
-
 /// `~/x` as a path under `$HOME`, as a shell would read it.
 fn home_relative(p: PathBuf) -> PathBuf {
     match (p.strip_prefix("~"), std::env::var_os("HOME")) {
@@ -385,8 +274,42 @@ fn home_relative(p: PathBuf) -> PathBuf {
     }
 }
 
-/// What `pond init` writes: every setting at its default, commented out.
-pub(crate) const TEMPLATE: &str = r#"# pond's settings. A flag or an environment variable overrides each; `pond config show`
+/// What `pond init` writes: every setting of the config file at its default, commented
+/// out, by section; then the first two clients' tables, as examples.
+pub(crate) fn template() -> String {
+    let mut text = String::from(
+        "# pond's settings. A flag or an environment variable overrides each; `pond config show`\n\
+         # lists what is in effect and where it came from.\n",
+    );
+    let mut section = None;
+    for row in crate::settings::in_file() {
+        let key = row.key.unwrap_or_default();
+        let (here, name) = key
+            .split_once('.')
+            .map_or((None, key), |(s, n)| (Some(s), n));
+        if here != section || section.is_none() {
+            text.push('\n');
+            if let Some(here) = here.filter(|h| Some(*h) != section) {
+                text += &format!("[{here}]\n");
+            }
+            section = here;
+        }
+        let value = row.example.map_or_else(row.toml, str::to_owned);
+        text += &format!("# {name} = {value}\n");
+    }
+    for source in pond_ingest::SOURCES.iter().take(2) {
+        text += &format!(
+            "\n# [sources.{}]\n# enabled = true\n# path = \"~/{}\"\n",
+            source.name, source.home_default
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    /// What `pond init` wrote before the template came from the table of settings.
+    const TEMPLATE: &str = r#"# pond's settings. A flag or an environment variable overrides each; `pond config show`
 # lists what is in effect and where it came from.
 
 # store = "~/.local/share/pond"
@@ -418,11 +341,31 @@ pub(crate) const TEMPLATE: &str = r#"# pond's settings. A flag or an environment
 # path = "~/.codex"
 "#;
 
-#[cfg(test)]
-mod tests {
+    #[test]
+    fn the_template_is_what_it_was() {
+        assert_eq!(super::template(), TEMPLATE);
+    }
+
+    #[test]
+    fn an_unknown_key_lists_the_keys_of_its_table() {
+        let top = toml_edit::de::from_str::<super::ConfigFile>("bogus = 1").unwrap_err();
+        let keys = "`store`, `cache`, `workers`, `mcp`, `sync`, `display`, `sources`";
+        assert!(top.to_string().contains(keys), "{top}");
+        let section =
+            toml_edit::de::from_str::<super::ConfigFile>("[workers]\nidle = 1").unwrap_err();
+        let keys = "`idle_secs`, `sql_memory_mib`, `sync_memory_mib`";
+        assert!(section.to_string().contains(keys), "{section}");
+        let file: super::ConfigFile = toml_edit::de::from_str(
+            "[mcp]\nauto_sync_mins = 3\n[sync]\nexclude_projects = [\"x\"]",
+        )
+        .unwrap();
+        assert_eq!(file.settings.auto_sync_mins, Some(3));
+        assert_eq!(file.settings.exclude_projects, Some(vec!["x".to_owned()]));
+    }
+
     #[test]
     fn the_template_is_a_valid_empty_config() {
-        let file: super::ConfigFile = toml_edit::de::from_str(super::TEMPLATE).unwrap();
-        assert!(file.store.is_none() && file.sources.is_empty());
+        let file: super::ConfigFile = toml_edit::de::from_str(&super::template()).unwrap();
+        assert!(file.settings.store.is_none() && file.sources.is_empty());
     }
 }
