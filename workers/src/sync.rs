@@ -75,9 +75,11 @@ pub async fn run(
     progress: &mut (dyn FnMut(SyncProgress) + Send),
 ) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
-    let mut report = SyncReport::default();
     // A forget that died is finished before anything is read: its files must not return.
-    report.forget_completed = finish_forget(store).await?;
+    let mut report = SyncReport {
+        forget_completed: finish_forget(store).await?,
+        ..SyncReport::default()
+    };
     let forgotten = Forgotten::load(store.root())?;
     let mut writer = SyncWriter::begin(store).await?;
     report.recovered_interrupted_sync = writer.recovered;

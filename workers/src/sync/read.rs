@@ -267,6 +267,38 @@ mod tests {
         classify(path, Source::parse(source))
     }
 
+    /// A window holds about [`WINDOW_BYTES`] of unread data; a file whose read stopped at
+    /// the budget opens the next window alone, before the files not read yet.
+    #[test]
+    fn windows_hold_a_budget_and_a_carried_file_goes_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let quarantine = Quarantine::load(dir.path());
+        let files: Vec<SourceFile> = (0..4)
+            .map(|i| file(dir.path().join(format!("s{i}.jsonl")), "claude-code"))
+            .collect();
+        let mut queue = Windows {
+            next: 0,
+            unread: vec![40 << 20, 10 << 20, 30 << 20, 1],
+            carried: Vec::new(),
+        };
+        let cursors = HashMap::new();
+        let window = |queue: &mut Windows| {
+            queue
+                .window(&files, &cursors, &quarantine)
+                .map(|tasks| tasks.iter().map(|t| t.file).collect::<Vec<_>>())
+        };
+        assert_eq!(window(&mut queue), Some(vec![0]));
+        queue.carried = vec![Task {
+            file: 0,
+            from: Some(FileCursor::default()),
+            skip: None,
+        }];
+        assert_eq!(window(&mut queue), Some(vec![0]));
+        assert_eq!(window(&mut queue), Some(vec![1, 2]));
+        assert_eq!(window(&mut queue), Some(vec![3]));
+        assert_eq!(window(&mut queue), None);
+    }
+
     #[test]
     fn a_database_session_counts_as_its_share_of_the_database() {
         let dir = tempfile::tempdir().unwrap();
