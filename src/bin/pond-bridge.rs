@@ -7,8 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[path = "../bridge.rs"]
-mod bridge;
+use pond_bridge_lib::bridge;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);

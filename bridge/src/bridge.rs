@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pond_front::rendezvous as socket;
 use serde::Deserialize;
+
+use crate::rendezvous as socket;
 
 /// The id the bridge gives a replayed `initialize`, so that its answer can be swallowed.
 const REPLAY_ID: &str = "pond-bridge-replay";
@@ -115,7 +116,6 @@ impl Bridge {
 
     /// Become `pond-bridge` (the binary beside `pond`) with this bridge's settings; returns
     /// only if that cannot be done, saying why.
-    #[allow(dead_code)] // pond-bridge includes this file too, and never execs itself.
     pub fn exec(&self) -> String {
         let Some(dir) = self.exe.parent() else {
             return "no folder for pond-bridge".into();
