@@ -433,6 +433,8 @@ impl Front {
 
     /// After a sync that excludes projects: of each excluded project, how many sessions
     /// the store holds from before (what `pond forget --project` would remove), where any.
+    /// Counted by a dry-run forget in the index worker, one per project: the sync worker
+    /// could count them in its report instead (issue 37), and this would read that.
     pub async fn stored_in_excluded(
         &self,
         exclude_projects: &[String],

@@ -898,6 +898,13 @@ mod tests {
         let given = sources(None, Some("/x".into()), &off);
         assert_eq!(given.len(), 1);
         assert_eq!(given[0].agent, None);
+        let unknown = SyncParams {
+            source: Some("nope".into()),
+            ..SyncParams::default()
+        };
+        let e = unknown.request(&off, Vec::new()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert!(e.message.contains("there is no client \"nope\""), "{e}");
     }
 
     #[test]
