@@ -872,3 +872,110 @@ fn huge_or_device_side_files_do_not_stop_a_sync() {
         ])
     );
 }
+
+/// The words in backticks of a text.
+fn quoted(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// Every list of clients a person or an agent reads is the registry's
+/// (`pond_ingest::SOURCES`): the MCP instructions, the `source_agent` filters' descriptions,
+/// `pond sync --help` and `pond search --help`, the skill, the README's table of clients;
+/// and every `pond install` target but Claude Desktop (which keeps no sessions) is one of
+/// its clients.
+#[test]
+fn every_list_of_clients_is_the_registry() {
+    let registry = pond_ingest::SOURCES;
+    let agents = pond_ingest::sources::agent_names();
+    let env = Env::new();
+    let sync = env.ok(&["sync", "--help"]);
+    let search = env.ok(&["search", "--help"]);
+    let skill = env.ok(&["skill"]);
+    for s in registry {
+        assert!(sync.contains(s.title), "pond sync --help: no {}", s.title);
+        assert!(skill.contains(s.title), "SKILL.md: no {}", s.title);
+    }
+    for agent in &agents {
+        assert!(search.contains(agent), "pond search --help: no {agent}");
+    }
+
+    runtime().block_on(async {
+        let c = connect(&env, &[]).await;
+        let info = c.service.peer_info().expect("server info");
+        let instructions = info.instructions.as_deref().unwrap_or_default();
+        for s in registry {
+            assert!(
+                instructions.contains(s.title),
+                "instructions: no {}",
+                s.title
+            );
+        }
+        let tools = c.service.list_all_tools().await.unwrap();
+        for tool in &tools {
+            let Some(description) =
+                tool.input_schema["properties"]["source_agent"]["description"].as_str()
+            else {
+                continue;
+            };
+            // The clients named (a word with `_` is a parameter's name).
+            let named: Vec<&str> = quoted(description)
+                .into_iter()
+                .filter(|w| !w.contains('_'))
+                .collect();
+            for name in &named {
+                assert!(
+                    agents.contains(name),
+                    "{}.source_agent: {name} is no client",
+                    tool.name
+                );
+            }
+            if tool.name == "pond_search" {
+                for agent in &agents {
+                    assert!(
+                        named.contains(agent),
+                        "pond_search.source_agent: no {agent}"
+                    );
+                }
+            }
+        }
+    });
+
+    // The README's table of what `pond sync` reads: a row per client, named by its title,
+    // `--source` its name.
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let table = readme
+        .split("| client | `--source` |")
+        .nth(1)
+        .expect("the README's table of clients");
+    let rows: Vec<(&str, &str)> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            (cells[0].trim_start_matches("| "), quoted(cells[1])[0])
+        })
+        .collect();
+    let mut names: Vec<&str> = rows.iter().map(|(_, name)| *name).collect();
+    names.sort_unstable();
+    let mut expected: Vec<&str> = registry.iter().map(|s| s.name).collect();
+    expected.sort_unstable();
+    assert_eq!(names, expected, "the README's clients");
+    for (title, name) in rows {
+        let source = pond_ingest::Source::parse(name).unwrap();
+        assert!(
+            title.starts_with(source.title),
+            "README: {title} is not {}",
+            source.title
+        );
+    }
+
+    for target in pond_front::install::Client::ALL {
+        let name = target.name();
+        assert!(
+            name == "claude-desktop" || pond_ingest::Source::parse(name).is_some(),
+            "pond install {name} is no client of the registry"
+        );
+    }
+}
