@@ -18,7 +18,7 @@ use crate::settings::{FileSettings, Origin, SETTINGS};
 use crate::Cli;
 
 /// The file as written: a value for any setting of the table that has a config key
-/// ([`crate::settings`]), and the sources. Every key is optional; an unknown key is an
+/// (`crate::settings`), and the sources. Every key is optional; an unknown key is an
 /// error (a typo must not be silently ignored) that lists the keys there are.
 #[derive(Debug, Default)]
 pub(crate) struct ConfigFile {

@@ -1,4 +1,4 @@
-//! Every setting of the command line, defined once in [`settings!`]'s table: its flag, its
+//! Every setting of the command line, defined once in `settings!`'s table: its flag, its
 //! environment variable, its config key, its default, its range, its help, and which
 //! processes pond starts are given it. From the table come clap's global arguments, the
 //! config file's keys (`crate::config`), `pond config show`, the arguments a worker and the
@@ -25,7 +25,7 @@ pub(crate) enum Passed {
 /// One row of the table: everything about a setting but its type and its value.
 #[derive(Debug)]
 pub(crate) struct Setting {
-    /// Its name in [`Settings`] and clap's id.
+    /// Its name in `Settings` and clap's id.
     pub id: &'static str,
     /// The long flag, without its dashes.
     pub flag: &'static str,
@@ -81,7 +81,7 @@ impl Setting {
     }
 
     /// Where its key sits in the config file: the top's first, then each section's in the
-    /// order of [`SECTIONS`] (a key of any other section is a bug the tests catch).
+    /// order of `SECTIONS` (a key of any other section is a bug the tests catch).
     pub fn file_rank(&self) -> usize {
         match self.key.and_then(|k| k.split_once('.')) {
             None => 0,
@@ -118,7 +118,7 @@ impl Setting {
         if T::TAKES_VALUE {
             let name = self
                 .value_name
-                .map_or_else(|| leak(self.id.to_uppercase()), |n| n);
+                .unwrap_or_else(|| leak(self.id.to_uppercase()));
             arg = arg.value_name(name);
         }
         arg.global(true)
