@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-pub use pond_rows::clients::{agent_names, name_list, Client};
+pub use pond_rows::clients::{agent_names, name_list, titles, Client};
 
 pub use crate::source::{Source, SourceKind};
 

@@ -124,7 +124,7 @@ pub fn agent_names() -> Vec<&'static str> {
 pub fn titles() -> String {
     let titles: Vec<&str> = CLIENTS.iter().map(|c| c.title).collect();
     match titles.split_last() {
-        Some((last, [_, ..])) => format!("{} and {last}", titles[..titles.len() - 1].join(", ")),
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
         _ => titles.concat(),
     }
 }
@@ -154,6 +154,12 @@ mod tests {
         assert_eq!(Client::parse("claude").map(|c| c.name), Some("claude-code"));
         assert_eq!(Client::parse("nope"), None);
         assert_eq!(name_list(&["a", "b", "c"]), "a, b or c");
+        assert!(titles().starts_with("Claude Code, Codex, "), "{}", titles());
+        assert!(
+            titles().ends_with(" and VS Code Copilot Chat"),
+            "{}",
+            titles()
+        );
     }
 
     #[test]
