@@ -1,6 +1,6 @@
-//! The CLI as an adapter over the front: each command builds its request, calls one
-//! operation of [`Front`] and prints its rendering (or its JSON). Long jobs show a progress
-//! bar on a terminal's stderr.
+//! The CLI as an adapter over the front: each command reads its flags into the operation's
+//! parameters ([`pond_front::params`]), calls one operation of [`Front`] and prints its
+//! rendering (or its JSON). Long jobs show a progress bar on a terminal's stderr.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -9,20 +9,15 @@ use std::time::Duration;
 
 use anyhow::Result;
 use pond_front::model::ModelSource;
-use pond_front::{install, render, AutoSync, EmbedAfter, Front, ProgressSink};
-use pond_ingest::SourceKind;
-use pond_protocol::grep::GrepJob;
-use pond_protocol::job::{ForgetRequest, RebuildRequest, RestoreRequest, SqlJob};
-use pond_protocol::sync::{SyncRequest, SyncSource};
-use pond_protocol::usage::UsageRequest;
+use pond_front::params::{self, Caller, SearchPlan, SourceSetting};
+use pond_front::{install, render, AutoSync, Front, ProgressSink};
+use pond_protocol::job::ForgetRequest;
+use pond_protocol::sync::SyncRequest;
 use pond_protocol::Progress;
-use pond_store::get::{self, PageFrom, PageRequest};
-use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest};
-use pond_store::sessions::SessionsRequest;
-use pond_store::sql::SqlLimits;
 
 use crate::config::Shown;
-use crate::{Cli, Command, ConfigAction, ExportFormat, ModelAction};
+use crate::flags::{ForgetFlags, SyncFlags};
+use crate::{Cli, Command, ConfigAction, ModelAction};
 
 /// Standard output: what a command prints there goes through the masker
 /// (`render::masked`), unless the user asked to see secrets.
@@ -94,22 +89,20 @@ fn write_stdout(text: &str) {
 pub async fn run(cli: Cli) -> Result<()> {
     let front = crate::front(&cli)?;
     let out = Out {
-        reveal_secrets: cli.reveal_secrets,
+        reveal_secrets: cli.settings.reveal_secrets,
     };
     let sync = SyncSettings {
-        exclude_projects: cli.exclude_projects,
-        sources: cli.sources,
+        exclude_projects: cli.settings.exclude_projects,
+        sources: source_settings(&cli.sources),
     };
     let result = command(&front, cli.command, out, sync).await;
     front.shutdown().await;
     result
 }
 
+/// One command: its flags read into the operation's parameters, the operation called, its
+/// answer printed.
 async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) -> Result<()> {
-    let SyncSettings {
-        exclude_projects,
-        sources,
-    } = sync;
     match command {
         Command::Worker { .. }
         | Command::Config { .. }
@@ -120,29 +113,47 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
         | Command::Skill => {
             unreachable!("handled before the store opens")
         }
-        Command::Restore {
-            session,
-            out: dir,
-            dry_run,
-            json,
-        } => {
-            let out_dir = dir.map(std::path::absolute).transpose()?;
-            let req = RestoreRequest {
-                session,
-                out_dir,
-                dry_run,
-            };
-            let report = front.restore(req).await?;
+        Command::Restore(flags) => {
+            let json = flags.json;
+            let report = front.restore(flags.params().request()?).await?;
             // The report names files and counts: nothing in it to mask.
             out.emit(json, &report, render::reports::restored);
-            Ok(())
         }
-        Command::Export { session, format } => export(front, &session, format, out).await,
+        Command::Export(flags) => {
+            front
+                .export(flags.params(), &mut |text| out.print(text))
+                .await?
+        }
+        command @ (Command::Mcp { .. } | Command::Serve { .. }) => {
+            serve(front, command, &sync).await?
+        }
+        Command::Embed { limit, json } => {
+            let report =
+                with_bar(BACKFILL_BAR, show_backfill, |p| front.backfill(limit, p)).await?;
+            out.emit(json, &report, |r| {
+                format!("{}\n", render::reports::embedded(r))
+            });
+        }
+        Command::Forget(flags) => forget(front, flags, out).await?,
+        Command::Model { action } => model(front, action, out).await?,
+        Command::Rebuild(flags) => {
+            let req = flags.params().request();
+            let report = with_steps(|p| front.rebuild(req, p)).await?;
+            out.emit(flags.json, &report, render::reports::rebuilt);
+        }
+        Command::Sync(flags) => self::sync(front, flags, out, sync).await?,
+        command => read(front, command, out).await?,
+    }
+    Ok(())
+}
+
+/// `pond mcp` (standalone: served in this process over stdio) or `pond serve` (the
+/// store's resident server), each with its background sync.
+async fn serve(front: &Front, command: Command, sync: &SyncSettings) -> Result<()> {
+    let served = match command {
         Command::Mcp { auto_sync_mins, .. } => {
-            let auto_sync = auto_sync_of(auto_sync_mins, &sources, exclude_projects);
-            pond_front::mcp::serve_stdio(front.clone(), auto_sync)
-                .await
-                .map_err(anyhow::Error::msg)
+            let auto_sync = auto_sync_of(auto_sync_mins, sync);
+            pond_front::mcp::serve_stdio(front.clone(), auto_sync).await
         }
         Command::Serve {
             auto_sync_mins,
@@ -165,7 +176,7 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
                 socket: socket
                     .unwrap_or_else(|| pond_front::rendezvous::socket_path(front.store().root())),
                 idle_exit: Duration::from_secs(idle_exit_secs.unwrap_or(idle_exit_mins * 60)),
-                auto_sync: auto_sync_of(auto_sync_mins, &sources, exclude_projects),
+                auto_sync: auto_sync_of(auto_sync_mins, sync),
                 http: http.map(|addr| pond_front::mcp::http::HttpOptions {
                     addr,
                     token: std::env::var("POND_HTTP_TOKEN")
@@ -176,311 +187,63 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
                     allow_origins: allow_origin,
                 }),
             };
-            pond_front::mcp::socket::serve(front.clone(), opts)
-                .await
-                .map_err(anyhow::Error::msg)
+            pond_front::mcp::socket::serve(front.clone(), opts).await
         }
-        Command::Embed { limit, json } => {
-            let report =
-                with_bar(BACKFILL_BAR, show_backfill, |p| front.backfill(limit, p)).await?;
-            out.emit(json, &report, |r| {
-                format!("{}\n", render::reports::embedded(r))
-            });
-            Ok(())
-        }
-        Command::Forget {
-            session,
-            project,
-            before,
-            with_copies,
-            dry_run,
-            yes,
-            json,
-        } => {
-            let mut req = ForgetRequest {
-                session,
-                project,
-                before_ms: before.as_deref().map(search::parse_date).transpose()?,
-                with_copies,
-                dry_run,
-            };
-            if !dry_run && !yes && !consent_to_forget(front, &mut req, json, out).await? {
-                return Ok(());
-            }
-            let report = front.forget(req).await?;
-            out.emit(json, &report, render::reports::forgotten);
-            Ok(())
-        }
-        Command::Model { action } => model(front, action, out).await,
-        Command::Rebuild {
-            fts,
-            scalar,
-            rowmap,
-            vectors,
-            usage,
-            json,
-        } => {
-            let all = !(fts || scalar || rowmap || vectors || usage);
-            let req = RebuildRequest {
-                fts: fts || all,
-                scalar: scalar || all,
-                rowmap: rowmap || all,
-                vectors: vectors || all,
-                usage,
-            };
-            let report = with_steps(|p| front.rebuild(req, p)).await?;
-            out.emit(json, &report, render::reports::rebuilt);
-            Ok(())
-        }
-        Command::Sync {
-            source,
-            path,
-            json,
-            no_index,
-            no_embed,
-        } => {
-            if let Some(p) = path
-                .as_deref()
-                .filter(|p| std::fs::symlink_metadata(p).is_err())
-            {
-                anyhow::bail!(
-                    "{} does not exist; point --path at a session file or a folder of them",
-                    p.display()
-                );
-            }
-            let given = path.clone();
-            let sources = source_list(source, path, &sources);
-            let searched: Vec<String> = sources
-                .iter()
-                .map(|s| s.path.display().to_string())
-                .collect();
-            let req = SyncRequest {
-                sources,
-                skip_index: no_index,
-                exclude_projects: exclude_projects.clone(),
-            };
-            // A store with a model embeds what the sync added (and what an interrupted
-            // backfill left).
-            let embed = if no_embed {
-                EmbedAfter::Never
-            } else {
-                EmbedAfter::Always
-            };
-            let synced = with_bar(SYNC_BAR, show_sync, |p| front.sync(req, embed, p)).await?;
-            if synced.report.files_seen == 0 {
-                // Something found but unreadable (a database its client keeps locked, a
-                // folder without permission) is not the same as nothing there.
-                if synced.report.skipped > 0 {
-                    eprintln!(
-                        "pond: nothing under {} could be read (the reasons are under \"skipped\")",
-                        searched.join(", ")
-                    );
-                } else {
-                    eprintln!(
-                        "pond: no session files found under {}; point --path at a folder of session files",
-                        searched.join(", ")
-                    );
+        _ => unreachable!("only mcp and serve serve"),
+    };
+    served.map_err(anyhow::Error::msg)
+}
+
+/// The commands that read the store: search, get, sessions, SQL, usage, status.
+async fn read(front: &Front, command: Command, out: Out) -> Result<()> {
+    let person = Caller::Person {
+        reveal_secrets: out.reveal_secrets,
+    };
+    match command {
+        Command::Search(flags) => {
+            let json = flags.json;
+            match flags.params().plan(person)? {
+                SearchPlan::Literal(job) => {
+                    let results = front.grep(job).await?;
+                    out.emit(json, &results, |r| {
+                        render::grep::results(r, |n| format!("--offset {n}"))
+                    });
+                }
+                SearchPlan::Ranked(req) => {
+                    let results = front.search(&req).await?;
+                    out.emit(json, &results, render::search);
                 }
             }
-            if let Some(Err(e)) = synced.embedded {
-                return Err(e.into());
-            }
-            let r = &synced.report;
-            if let Some(p) = given.filter(|_| r.lines_read > 0 && r.sessions_touched == 0) {
-                anyhow::bail!(
-                    "{} holds no session of a client pond reads ({} lines read, no session in them); \
-                     `pond sync --help` lists the clients",
-                    p.display(),
-                    r.lines_read
-                );
-            }
-            offer_to_forget(front, &exclude_projects).await?;
-            let root = front.store().root();
-            if json {
-                let report = render::reports::synced_json(&synced, root);
-                out.print(&format!("{}\n", render::json(&report)));
-            } else {
-                let counts = front.store().counts().await?;
-                out.print(&render::reports::synced(&synced, root, &counts));
-            }
-            Ok(())
         }
-        Command::Search {
-            query,
-            mode,
-            project,
-            session,
-            agent,
-            role,
-            from,
-            to,
-            limit,
-            sort,
-            case_sensitive,
-            no_tools,
-            offset,
-            timeout_seconds,
-            json,
-        } => {
-            let given: Vec<&str> = [
-                ("--case-sensitive", case_sensitive),
-                ("--no-tools", no_tools),
-                ("--offset", offset.is_some()),
-            ]
-            .into_iter()
-            .filter_map(|(name, set)| set.then_some(name))
-            .collect();
-            pond_front::ops::check_grep_options(mode, &given)?;
-            if mode.is_literal() {
-                let job = GrepJob {
-                    pattern: query,
-                    regex: mode == SearchMode::Regex,
-                    case_sensitive,
-                    include_tools: !no_tools,
-                    project,
-                    session_id: session,
-                    source_agent: agent,
-                    role,
-                    from_ms: from.as_deref().map(search::parse_date).transpose()?,
-                    to_ms: to.as_deref().map(search::parse_end_date).transpose()?,
-                    limit: limit as u64,
-                    offset: offset.unwrap_or(0),
-                    timeout_ms: timeout_seconds.max(1) * 1000,
-                    reveal_secrets: out.reveal_secrets,
-                };
-                let results = front.grep(job).await?;
-                out.emit(json, &results, |r| {
-                    render::grep::results(r, |n| format!("--offset {n}"))
-                });
-                return Ok(());
-            }
-            let req = SearchRequest {
-                query,
-                filters: SearchFilters {
-                    project,
-                    session_id: session,
-                    source_agent: agent,
-                    role,
-                    from: from.as_deref().map(search::parse_date).transpose()?,
-                    to: to.as_deref().map(search::parse_end_date).transpose()?,
-                },
-                sort,
-                limit,
-                mode,
-                reveal_secrets: out.reveal_secrets,
-            };
-            let results = front.search(&req).await?;
-            out.emit(json, &results, render::search);
-            Ok(())
-        }
-        Command::GetSession {
-            id,
-            from,
-            limit,
-            after,
-            before,
-            max_bytes,
-            include_replayed,
-            json,
-        } => {
-            let req = PageRequest {
-                from,
-                limit,
-                after,
-                before,
-                max_bytes,
-                include_replayed,
-            };
+        Command::GetSession(flags) => {
+            let json = flags.json;
+            let (id, req) = flags.params().request(person);
             let page = front.get_session(&id, &req).await?;
             out.emit(json, &page, render::session_page);
-            Ok(())
         }
-        Command::GetMessage { id, context, json } => {
-            let c = front.get_message(&id, context, context).await?;
+        Command::GetMessage(flags) => {
+            let json = flags.json;
+            let (id, before, after) = flags.params().request(person);
+            let c = front.get_message(&id, before, after).await?;
             out.emit(json, &c, render::message_context);
-            Ok(())
         }
-        Command::Sessions {
-            project,
-            agent,
-            from,
-            to,
-            limit,
-            offset,
-            json,
-        } => {
-            let req = SessionsRequest {
-                filters: SearchFilters {
-                    project,
-                    source_agent: agent,
-                    from: from.as_deref().map(search::parse_date).transpose()?,
-                    to: to.as_deref().map(search::parse_end_date).transpose()?,
-                    ..SearchFilters::default()
-                },
-                limit,
-                offset,
-            };
-            let list = front.sessions(&req).await?;
+        Command::Sessions(flags) => {
+            let json = flags.json;
+            let list = front.sessions(&flags.params().request(person)?).await?;
             out.emit(json, &list, render::sessions::list);
-            Ok(())
         }
-        Command::Sql {
-            query,
-            format,
-            max_rows,
-            timeout_seconds,
-        } => {
+        Command::Sql(flags) => {
             // In the sql worker, like the MCP server's: its memory budget and its kill at
             // the deadline hold here too, and only the capped, rendered result comes back.
-            let timeout = timeout_seconds.max(1);
-            let job = SqlJob {
-                query,
-                format,
-                max_rows: max_rows.max(1) as u64,
-                max_bytes: SqlLimits::default().max_bytes as u64,
-                timeout_ms: timeout * 1000,
-                reveal_secrets: out.reveal_secrets,
-            };
-            let result = front.sql(job).await?;
+            let result = front.sql(flags.params().job(person)).await?;
             out.print(&format!("{}\n", result.text.trim_end()));
             eprintln!("{}", result.footer);
-            Ok(())
         }
-        Command::Usage {
-            group,
-            since,
-            until,
-            client,
-            project,
-            model,
-            prices,
-            json,
-            csv,
-        } => {
-            let prices = match prices {
-                Some(p) => Some(std::fs::read_to_string(&p).map_err(|e| {
-                    anyhow::anyhow!("cannot read the price file {}: {e}", p.display())
-                })?),
-                None => None,
-            };
-            let req = UsageRequest {
-                group,
-                since_ms: since.as_deref().map(search::parse_date).transpose()?,
-                until_ms: until.as_deref().map(search::parse_end_date).transpose()?,
-                client,
-                project,
-                model,
-                utc: false,
-                prices,
-            };
-            let report = front.usage(req).await?;
-            if csv {
-                out.print(&render::usage::csv(&report));
-            } else {
-                let summary = render::usage::summary(&report);
-                out.emit(json, &summary, |_| render::usage::table(&report));
-            }
-            Ok(())
+        Command::Usage(flags) => {
+            let params = flags.params()?;
+            let format = params.format.unwrap_or_default();
+            let report = front.usage(params.request(person)?).await?;
+            out.print(&render::usage::answer(&report, format));
         }
         Command::Status { json } => {
             let status = front.status(false).await;
@@ -488,28 +251,80 @@ async fn command(front: &Front, command: Command, out: Out, sync: SyncSettings) 
                 anyhow::bail!("{e}");
             }
             out.emit(json, &status, render::status::status);
-            Ok(())
         }
+        _ => unreachable!("every other command is dispatched by `command`"),
     }
+    Ok(())
 }
 
-/// After a sync that excludes projects: say how to remove what is stored of them already.
-async fn offer_to_forget(front: &Front, exclude_projects: &[String]) -> Result<()> {
-    for project in exclude_projects.iter().filter(|p| !p.is_empty()) {
-        let stored = front
-            .forget(ForgetRequest {
-                project: Some(project.clone()),
-                dry_run: true,
-                ..ForgetRequest::default()
-            })
-            .await?;
-        if !stored.sessions.is_empty() {
+/// `pond sync`: the sync (and the embedding after it) with a progress bar, what it could
+/// not find said on stderr, then its report.
+async fn sync(front: &Front, flags: SyncFlags, out: Out, settings: SyncSettings) -> Result<()> {
+    let params = flags.params();
+    let req = params.request(&settings.sources, settings.exclude_projects.clone())?;
+    let searched: Vec<String> = req
+        .sources
+        .iter()
+        .map(|s| s.path.display().to_string())
+        .collect();
+    let embed = params.embed();
+    let synced = with_bar(SYNC_BAR, show_sync, |p| front.sync(req, embed, p)).await?;
+    if synced.report.files_seen == 0 {
+        // Something found but unreadable (a database its client keeps locked, a folder
+        // without permission) is not the same as nothing there.
+        if synced.report.skipped > 0 {
             eprintln!(
-                "pond: {} sessions stored before are in projects matching {project:?}; `pond forget --project {project:?}` removes them",
-                stored.sessions.len()
+                "pond: nothing under {} could be read (the reasons are under \"skipped\")",
+                searched.join(", ")
+            );
+        } else {
+            eprintln!(
+                "pond: no session files found under {}; point --path at a folder of session files",
+                searched.join(", ")
             );
         }
     }
+    if let Some(Err(e)) = synced.embedded {
+        return Err(e.into());
+    }
+    let r = &synced.report;
+    if let Some(p) = flags
+        .path
+        .filter(|_| r.lines_read > 0 && r.sessions_touched == 0)
+    {
+        anyhow::bail!(
+            "{} holds no session of a client pond reads ({} lines read, no session in them); \
+             `pond sync --help` lists the clients",
+            p.display(),
+            r.lines_read
+        );
+    }
+    // What the sync worker counted of the projects it excluded.
+    for excluded in &r.excluded_stored {
+        let (stored, project) = (excluded.sessions, &excluded.project);
+        eprintln!(
+            "pond: {stored} sessions stored before are in projects matching {project:?}; `pond forget --project {project:?}` removes them"
+        );
+    }
+    let root = front.store().root();
+    if flags.json {
+        let report = render::reports::synced_json(&synced, root);
+        out.print(&format!("{}\n", render::json(&report)));
+    } else {
+        let counts = front.store().counts().await?;
+        out.print(&render::reports::synced(&synced, root, &counts));
+    }
+    Ok(())
+}
+
+/// `pond forget`: asked first on a terminal unless `--yes` (or a dry run).
+async fn forget(front: &Front, flags: ForgetFlags, out: Out) -> Result<()> {
+    let mut req = flags.params().request()?;
+    if !flags.dry_run && !flags.yes && !consent_to_forget(front, &mut req, flags.json, out).await? {
+        return Ok(());
+    }
+    let report = front.forget(req).await?;
+    out.emit(flags.json, &report, render::reports::forgotten);
     Ok(())
 }
 
@@ -571,45 +386,23 @@ fn confirm(question: &str) -> Result<bool> {
 /// file's sources.
 struct SyncSettings {
     exclude_projects: Vec<String>,
-    sources: BTreeMap<String, crate::config::Source>,
+    sources: BTreeMap<String, SourceSetting>,
 }
 
-/// The folders a sync reads: `--path`, else every client's homes (the client's own
-/// variable, else the config file's `[sources.NAME] path` (one folder for all its editions),
-/// else its defaults), less the clients the config file turns off.
-fn source_list(
-    wanted: Option<SourceKind>,
-    path: Option<PathBuf>,
+/// The config file's `[sources.NAME]` tables as the front reads them.
+fn source_settings(
     configured: &BTreeMap<String, crate::config::Source>,
-) -> Vec<SyncSource> {
-    let mut list = match path {
-        Some(p) => vec![SyncSource {
-            agent: wanted.map(|k| k.name.to_owned()),
-            path: p,
-        }],
-        None => pond_ingest::sources::default_sources()
-            .into_iter()
-            .filter(|(k, _)| wanted.is_none_or(|w| w == *k))
-            .filter_map(|(k, p)| {
-                let set = configured.get(k.name);
-                if set.and_then(|s| s.enabled) == Some(false) && wanted.is_none() {
-                    return None;
-                }
-                let own_var = std::env::var_os(k.home_var).is_some_and(|v| !v.is_empty());
-                let path = match set.and_then(|s| s.path.clone()) {
-                    Some(p) if !own_var => p,
-                    _ => p,
-                };
-                Some(SyncSource {
-                    agent: Some(k.name.to_owned()),
-                    path,
-                })
-            })
-            .collect(),
-    };
-    // A configured path stands for each of the client's editions: read once.
-    list.dedup_by(|a, b| a.agent == b.agent && a.path == b.path);
-    list
+) -> BTreeMap<String, SourceSetting> {
+    configured
+        .iter()
+        .map(|(name, s)| {
+            let setting = SourceSetting {
+                enabled: s.enabled,
+                path: s.path.clone(),
+            };
+            (name.clone(), setting)
+        })
+        .collect()
 }
 
 const SYNC_BAR: &str = "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}";
@@ -793,13 +586,7 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
             match init(cli, yes, dry_run) {
                 // The setup done, the first sync runs as `pond sync` does.
                 Ok(()) if !dry_run => {
-                    cli.command = Command::Sync {
-                        source: None,
-                        path: None,
-                        json: false,
-                        no_index: false,
-                        no_embed: false,
-                    };
+                    cli.command = Command::Sync(SyncFlags::default());
                     return None;
                 }
                 Ok(()) => {}
@@ -849,60 +636,6 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
         _ => return None,
     }
     Some(std::process::ExitCode::SUCCESS)
-}
-
-/// `pond export`: the session's lines as its client wrote them (restored into a temporary
-/// folder, then printed a line at a time), or a Markdown document written page by page.
-async fn export(front: &Front, session: &str, format: ExportFormat, out: Out) -> Result<()> {
-    let session = &get::resolve_session_id(front.store(), session).await?;
-    match format {
-        ExportFormat::Jsonl => {
-            use std::io::BufRead;
-            let dir = tempfile::tempdir()?;
-            let req = RestoreRequest {
-                session: session.to_owned(),
-                out_dir: Some(dir.path().to_owned()),
-                dry_run: false,
-            };
-            let report = front.restore(req).await?;
-            let file = report
-                .files
-                .iter()
-                .find(|f| f.session_id == *session)
-                .ok_or_else(|| anyhow::anyhow!("the store holds no file of session {session}"))?;
-            let mut lines = std::io::BufReader::new(std::fs::File::open(&file.path)?);
-            let mut line = Vec::new();
-            while lines.read_until(b'\n', &mut line)? > 0 {
-                out.print(&String::from_utf8_lossy(&line));
-                line.clear();
-            }
-        }
-        ExportFormat::Markdown => {
-            let mut req = PageRequest {
-                from: PageFrom::Start,
-                limit: 500,
-                after: None,
-                before: None,
-                max_bytes: 8 << 20,
-                include_replayed: false,
-            };
-            let mut first = true;
-            loop {
-                let page = front.get_session(session, &req).await?;
-                if std::mem::take(&mut first) {
-                    out.print(&render::markdown::header(&page.session));
-                }
-                for m in &page.messages {
-                    out.print(&render::markdown::message(m));
-                }
-                match page.more_after {
-                    Some(after) => req.after = Some(after),
-                    None => break,
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// `pond install` (`add`, or `--print` its entry) or `pond uninstall`, reported.
@@ -1151,7 +884,7 @@ fn init(cli: &Cli, yes: bool, dry_run: bool) -> Result<()> {
         if let Some(dir) = config.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(&config, crate::config::TEMPLATE)?;
+        std::fs::write(&config, crate::config::template())?;
         println!(
             "{}: written (every setting, commented out)",
             config.display()
@@ -1160,7 +893,8 @@ fn init(cli: &Cli, yes: bool, dry_run: bool) -> Result<()> {
     if dry_run {
         println!(
             "then: pond sync (every client's sessions into {})",
-            cli.store
+            cli.settings
+                .store
                 .clone()
                 .unwrap_or_else(crate::default_store)
                 .display()
@@ -1169,18 +903,15 @@ fn init(cli: &Cli, yes: bool, dry_run: bool) -> Result<()> {
     Ok(())
 }
 
-/// The background sync of a serving front: every `mins` minutes (0: none).
-fn auto_sync_of(
-    mins: u64,
-    sources: &BTreeMap<String, crate::config::Source>,
-    exclude_projects: Vec<String>,
-) -> Option<AutoSync> {
+/// The background sync of a serving front: every `mins` minutes (0: none), of every
+/// client's homes.
+fn auto_sync_of(mins: u64, sync: &SyncSettings) -> Option<AutoSync> {
     (mins > 0).then(|| AutoSync {
         every: Duration::from_secs(mins * 60),
         request: SyncRequest {
-            sources: source_list(None, None, sources),
+            sources: params::sources(None, None, &sync.sources),
             skip_index: false,
-            exclude_projects,
+            exclude_projects: sync.exclude_projects.clone(),
         },
     })
 }

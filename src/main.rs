@@ -12,17 +12,16 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use pond_bridge_lib::bridge;
 use pond_front::{Front, LocalJobs, Runner, WorkerCommand, Workers, WorkersConfig};
-use pond_protocol::usage::UsageGroup;
-use pond_protocol::{Choice, Format, WorkerKind};
-use pond_store::get::{self, PageFrom};
-use pond_store::search::{SearchMode, SortBy};
+use pond_protocol::{Choice, WorkerKind};
 use pond_store::{Store, StoreConfig};
 
-mod bridge;
 mod commands;
+mod flags;
 mod config;
+mod settings;
 
 #[derive(Parser)]
 #[command(
@@ -31,85 +30,9 @@ mod config;
     about = "Archive and search your AI coding-agent sessions"
 )]
 pub(crate) struct Cli {
-    /// Store directory [default: $XDG_DATA_HOME/pond, else ~/.local/share/pond]
-    #[arg(long, global = true, env = "POND_STORE")]
-    store: Option<PathBuf>,
-    /// The config file [default: $XDG_CONFIG_HOME/pond/config.toml, else
-    /// ~/.config/pond/config.toml]; flags and environment variables override it
-    #[arg(long, global = true, env = "POND_CONFIG")]
-    config: Option<PathBuf>,
-    /// Lance index cache cap, MiB
-    #[arg(
-        long,
-        global = true,
-        env = "POND_INDEX_CACHE_MIB",
-        default_value_t = 128
-    )]
-    index_cache_mib: usize,
-    /// Lance metadata cache cap, MiB
-    #[arg(
-        long,
-        global = true,
-        env = "POND_METADATA_CACHE_MIB",
-        default_value_t = 32
-    )]
-    metadata_cache_mib: usize,
-    /// Run heavy jobs (sync, rebuild, SQL) inside this process instead of worker processes:
-    /// the single-process baseline, and a debugging aid
-    #[arg(long, global = true, env = "POND_IN_PROCESS")]
-    in_process: bool,
-    /// More log lines on stderr (-v: info, -vv: debug, -vvv: trace); `RUST_LOG` or `POND_LOG`
-    /// set a filter of their own
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    verbose: u8,
-    /// Errors only on stderr
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
-    quiet: bool,
-    /// Print secrets as they were stored (answers mask them by default: keys, tokens, private
-    /// keys, passwords; `pond mcp` always masks)
-    #[arg(long, global = true)]
-    reveal_secrets: bool,
-    /// Show times in UTC instead of the local time zone (`TZ`, else /etc/localtime) in text
-    /// answers, MCP answers and Markdown exports, and read a day given to a date filter as a
-    /// UTC day; JSON always carries UTC and epoch values
-    #[arg(long, global = true)]
-    utc: bool,
-    /// Do not store sessions whose project (working directory) contains this; repeat it or
-    /// separate with commas (`sync` and `mcp`'s background sync; what is stored already
-    /// stays until `pond forget --project`)
-    #[arg(
-        long = "exclude-project",
-        global = true,
-        env = "POND_EXCLUDE_PROJECTS",
-        value_delimiter = ',',
-        value_name = "SUBSTRING"
-    )]
-    exclude_projects: Vec<String>,
-    /// An idle SQL worker exits after this many seconds
-    #[arg(
-        long,
-        global = true,
-        env = "POND_WORKER_IDLE_SECS",
-        default_value_t = 60
-    )]
-    worker_idle_secs: u64,
-    /// Kill the SQL worker if its footprint passes this many MiB (0: no budget)
-    #[arg(
-        long,
-        global = true,
-        env = "POND_SQL_MEMORY_MIB",
-        default_value_t = 1536
-    )]
-    sql_memory_mib: u64,
-    /// Kill a sync worker if its footprint passes this many MiB (0: no budget); a file it
-    /// was reading when killed twice is skipped until it changes
-    #[arg(
-        long,
-        global = true,
-        env = "POND_SYNC_MEMORY_MIB",
-        default_value_t = 2048
-    )]
-    sync_memory_mib: u64,
+    /// Every global setting (flags, variables, the config file): `settings`' table.
+    #[command(flatten)]
+    settings: settings::Settings,
     #[command(subcommand)]
     command: Command,
     /// The config file's `[sources.NAME]` tables: which clients `pond sync` reads, where.
@@ -164,12 +87,6 @@ pub(crate) enum ModelAction {
     Show,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum ExportFormat {
-    Jsonl,
-    Markdown,
-}
-
 #[derive(Subcommand)]
 pub(crate) enum ConfigAction {
     /// Every setting, its value, and where it came from (flag, env, file, default)
@@ -184,184 +101,24 @@ pub(crate) enum ConfigAction {
 #[derive(Subcommand)]
 pub(crate) enum Command {
     /// Ingest new sessions from every client installed here (Claude Code, Codex, GitHub
-    /// Copilot CLI and VS Code Copilot Chat, Cursor's agent CLI and IDE, Gemini CLI,
-    /// OpenCode) into the store
-    Sync {
-        /// Sync only this client's files (with --path: how to read that folder)
-        #[arg(long, value_parser = source_choice())]
-        source: Option<pond_ingest::SourceKind>,
-        /// Sync this folder instead of the clients' default homes
-        #[arg(long)]
-        path: Option<PathBuf>,
-        /// Print the report as JSON
-        #[arg(long)]
-        json: bool,
-        /// Leave the index update to a later sync
-        #[arg(long)]
-        no_index: bool,
-        /// Do not embed the new messages (a store with a model embeds them after a sync)
-        #[arg(long)]
-        no_embed: bool,
-    },
+    /// Copilot CLI, Cursor, Cursor IDE, Gemini CLI, OpenCode and VS Code Copilot Chat) into
+    /// the store
+    Sync(flags::SyncFlags),
     /// Search user and assistant messages: full-text (default), vector or hybrid; or every
     /// part, tool calls and results too, for exact text or a regex
-    Search {
-        /// Words to find, all of them (a query finding nothing is loosened to any, and says
-        /// so); "exact phrase"; -word or NOT word to exclude; a OR b; prefix*; word~ for
-        /// spellings within two edits; filters project:NAME client:NAME role:user
-        /// session:ID after:DATE (or since:) before:DATE to:DATE, as the options below.
-        /// With --mode exact or regex: the text or regex as it is (no syntax, no inline
-        /// filters)
-        #[arg(allow_hyphen_values = true)]
-        query: String,
-        /// fts (BM25), vector (needs a model: `pond model import|fetch`, then `pond embed`),
-        /// hybrid (both, fused), exact (the text as it is, e.g. ERR_PNPM_OUTDATED_LOCKFILE
-        /// or src/a.rs:240, newest first) or regex (the regex crate's syntax, newest first)
-        #[arg(long, value_parser = choice::<SearchMode>(), default_value = "fts")]
-        mode: SearchMode,
-        /// Only projects whose path contains this, in any case (`Shop` matches /home/a/shop)
-        #[arg(long)]
-        project: Option<String>,
-        /// Only this session: its id, or 6 or more of its first characters
-        #[arg(long)]
-        session: Option<String>,
-        /// claude-code (includes subagents), claude-code/subagent, codex, copilot, cursor,
-        /// cursor-ide (includes sub-conversations), cursor-ide/subagent, gemini (includes
-        /// subagents), gemini/subagent, opencode (includes subagents), opencode/subagent or
-        /// vscode-copilot
-        #[arg(long)]
-        agent: Option<String>,
-        /// user or assistant (only their messages are searchable)
-        #[arg(long)]
-        role: Option<String>,
-        /// From this date, inclusive: YYYY-MM-DD (a day in your time zone), an RFC 3339
-        /// time, today, yesterday, or a time ago (12h, 3d, 2w, 6mo, 1y)
-        #[arg(long, visible_alias = "since")]
-        from: Option<String>,
-        /// Up to this date, inclusive of its whole day (YYYY-MM-DD, today, yesterday), or up
-        /// to (not including) an RFC 3339 time or a time ago (3d)
-        #[arg(long)]
-        to: Option<String>,
-        #[arg(long, default_value_t = 10)]
-        limit: usize,
-        #[arg(long, value_parser = choice::<SortBy>(), default_value = "relevance")]
-        sort: SortBy,
-        /// exact: match case (by default exact text matches in any case; a regex says
-        /// (?i) itself)
-        #[arg(long)]
-        case_sensitive: bool,
-        /// exact and regex: leave out tool calls and tool results (looked in by default)
-        #[arg(long)]
-        no_tools: bool,
-        /// exact and regex: skip this many matching messages (the next page)
-        #[arg(long)]
-        offset: Option<u64>,
-        /// exact and regex: stop checking candidates after this many seconds
-        #[arg(long, default_value_t = pond_front::ops::GREP_TIMEOUT_S)]
-        timeout_seconds: u64,
-        #[arg(long)]
-        json: bool,
-    },
+    Search(flags::SearchFlags),
     /// Read a session, one page at a time
-    GetSession {
-        id: String,
-        #[arg(long, value_parser = choice::<PageFrom>(), default_value = "start")]
-        from: PageFrom,
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-        /// The page after this message id
-        #[arg(long, conflicts_with = "before")]
-        after: Option<String>,
-        /// The page before this message id
-        #[arg(long)]
-        before: Option<String>,
-        /// Byte budget of the page
-        #[arg(long, default_value_t = get::DEFAULT_PAGE_BYTES)]
-        max_bytes: usize,
-        /// Also list the parent's messages a subagent session replays at its start
-        #[arg(long)]
-        include_replayed: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    GetSession(flags::GetSessionFlags),
     /// Read one message with all its parts, and its neighbours
-    GetMessage {
-        id: String,
-        /// Neighbours to show on each side
-        #[arg(long, default_value_t = 2)]
-        context: usize,
-        #[arg(long)]
-        json: bool,
-    },
+    GetMessage(flags::GetMessageFlags),
     /// List sessions newest first (by their last message): title, client, project, first
     /// and last message time, message count, size and id
-    Sessions {
-        /// Only projects whose path contains this, in any case (`Shop` matches /home/a/shop)
-        #[arg(long)]
-        project: Option<String>,
-        /// Only this client's sessions, as `pond search --agent` takes it (claude-code
-        /// includes its subagents)
-        #[arg(long)]
-        agent: Option<String>,
-        /// Only sessions active from this date on (their last message at or after it), in
-        /// the forms `pond search --from` takes
-        #[arg(long, visible_alias = "since")]
-        from: Option<String>,
-        /// Only sessions active up to this date, inclusive of its whole day (their first
-        /// message before its end), in the forms `pond search --to` takes
-        #[arg(long)]
-        to: Option<String>,
-        /// Sessions to show, 1-200
-        #[arg(long, default_value_t = pond_store::sessions::DEFAULT_LIMIT)]
-        limit: usize,
-        /// Sessions to skip first: the next page starts where the last one said
-        #[arg(long, default_value_t = 0)]
-        offset: usize,
-        /// Print the page as JSON
-        #[arg(long)]
-        json: bool,
-    },
+    Sessions(flags::SessionsFlags),
     /// Tokens and cost of the whole history: by day (the default), week, month, session,
     /// model, project or client, from every client that records them
-    Usage {
-        #[arg(value_parser = choice::<UsageGroup>(), default_value = "daily")]
-        group: UsageGroup,
-        /// Only calls from this date on, in the forms `pond search --from` takes
-        #[arg(long, visible_alias = "from")]
-        since: Option<String>,
-        /// Only calls up to this date, inclusive of its whole day
-        #[arg(long, visible_alias = "to")]
-        until: Option<String>,
-        /// Only this client's calls (claude-code includes its subagents)
-        #[arg(long)]
-        client: Option<String>,
-        /// Only projects whose path contains this, in any case
-        #[arg(long)]
-        project: Option<String>,
-        /// Only models whose name contains this, in any case
-        #[arg(long)]
-        model: Option<String>,
-        /// A price table (JSON, the format of pond's store/prices.json) whose models replace
-        /// or add to the built-in prices
-        #[arg(long, value_name = "FILE")]
-        prices: Option<PathBuf>,
-        /// Print the summary as JSON
-        #[arg(long, conflicts_with = "csv")]
-        json: bool,
-        /// Print one line per group and model as CSV
-        #[arg(long)]
-        csv: bool,
-    },
+    Usage(flags::UsageFlags),
     /// Run one read-only SQL query (tables: sessions, messages, parts, records, files, usage)
-    Sql {
-        query: String,
-        #[arg(long, value_parser = choice::<Format>(), default_value = "table")]
-        format: Format,
-        #[arg(long, default_value_t = 200)]
-        max_rows: usize,
-        #[arg(long, default_value_t = 30)]
-        timeout_seconds: u64,
-    },
+    Sql(flags::SqlFlags),
     /// Store counts and index state
     Status {
         #[arg(long)]
@@ -370,8 +127,8 @@ pub(crate) enum Command {
     /// Serve the archive to an agent over MCP (stdio): a bridge to the store's resident
     /// server (`pond serve`), started when none runs
     Mcp {
-        /// Sync the default homes (~/.claude, ~/.codex) at start and then every N minutes,
-        /// in a worker (0: never); a started server takes it
+        /// Sync every client's default home at start and then every N minutes, in a worker
+        /// (0: never); a started server takes it
         #[arg(long, env = "POND_AUTO_SYNC_MINS", default_value_t = 10)]
         auto_sync_mins: u64,
         /// Serve in this process instead of through the shared server
@@ -417,49 +174,9 @@ pub(crate) enum Command {
     /// Remove sessions from the archive for good: every dataset, the indexes, the vectors,
     /// and the disk; no later sync stores them again. Give one selector or more (all must
     /// match); subagent sessions go with their parents
-    Forget {
-        /// The session with this id
-        #[arg(long)]
-        session: Option<String>,
-        /// Sessions whose project (working directory) contains this
-        #[arg(long)]
-        project: Option<String>,
-        /// Sessions whose last message is before this date (YYYY-MM-DD or RFC 3339)
-        #[arg(long)]
-        before: Option<String>,
-        /// Also forget the sessions that copy their messages (a resumed session begins with
-        /// its predecessor's lines), with those sessions' own messages
-        #[arg(long)]
-        with_copies: bool,
-        /// Say what would go; change nothing
-        #[arg(long)]
-        dry_run: bool,
-        /// Do not ask first: required without a terminal (a terminal asks)
-        #[arg(long, short = 'y')]
-        yes: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    Forget(flags::ForgetFlags),
     /// Rebuild indexes from scratch in a worker (a serving `pond mcp` keeps answering)
-    Rebuild {
-        /// Only the full-text index
-        #[arg(long)]
-        fts: bool,
-        /// Only the scalar (B-tree) indexes
-        #[arg(long)]
-        scalar: bool,
-        /// Only the row map
-        #[arg(long)]
-        rowmap: bool,
-        /// Only the vector index
-        #[arg(long)]
-        vectors: bool,
-        /// Only the token counts: every stored line read again for usage
-        #[arg(long)]
-        usage: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    Rebuild(flags::RebuildFlags),
     /// The embedding model: import a local folder, or fetch the default from the hub
     Model {
         #[command(subcommand)]
@@ -476,24 +193,10 @@ pub(crate) enum Command {
     /// Write a stored session's files (with its subagents') back where its client reads
     /// them, byte for byte, so `claude --resume ID` / `codex resume ID` work after the
     /// client deleted them. Never overwrites a file that differs
-    Restore {
-        session: String,
-        /// Write under this folder instead
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Say what would be written; write nothing
-        #[arg(long)]
-        dry_run: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    Restore(flags::RestoreFlags),
     /// Print a stored session: its lines as the client wrote them (jsonl) or a readable
     /// document (markdown); secrets masked unless --reveal-secrets
-    Export {
-        session: String,
-        #[arg(long, value_enum, default_value = "markdown")]
-        format: ExportFormat,
-    },
+    Export(flags::ExportFlags),
     /// The config file: where it is, and every setting with where its value came from
     Config {
         #[command(subcommand)]
@@ -591,7 +294,7 @@ fn quiet_panics() {
 /// supervisor, into log files.
 fn logging(cli: &Cli) {
     use tracing_subscriber::EnvFilter;
-    let level = match (cli.quiet, cli.verbose) {
+    let level = match (cli.settings.quiet, cli.settings.verbose) {
         (true, _) => "error",
         // Lance's vector index builder warns of every empty partition, which clustered
         // vectors leave and which costs nothing: said with `-v`.
@@ -608,17 +311,6 @@ fn logging(cli: &Cli) {
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(filter)
         .init();
-}
-
-/// The `-v`/`-q` flags a worker is started with, so its logs follow the command's.
-fn verbosity_args(cli: &Cli) -> Vec<std::ffi::OsString> {
-    if cli.quiet {
-        vec!["--quiet".into()]
-    } else if cli.verbose > 0 {
-        vec![format!("-{}", "v".repeat(cli.verbose as usize)).into()]
-    } else {
-        Vec::new()
-    }
 }
 
 /// Lance's vector index statistics, which pond reads only for the count of rows not yet
@@ -659,11 +351,11 @@ fn main() -> std::process::ExitCode {
         }
     };
     let settings = config::apply(&mut cli, &matches, file);
-    if let Err(e) = config::check(&cli) {
+    if let Err(e) = cli.settings.check(&matches) {
         eprintln!("pond: {e:#}");
         return std::process::ExitCode::FAILURE;
     }
-    pond_store::zone::set_utc(cli.utc);
+    pond_store::zone::set_utc(cli.settings.utc);
     if let Some(code) = commands::offline(&mut cli, &settings) {
         return code;
     }
@@ -685,8 +377,8 @@ fn main() -> std::process::ExitCode {
 
 pub(crate) fn store_config(cli: &Cli) -> StoreConfig {
     StoreConfig {
-        index_cache_bytes: cli.index_cache_mib << 20,
-        metadata_cache_bytes: cli.metadata_cache_mib << 20,
+        index_cache_bytes: cli.settings.index_cache_mib << 20,
+        metadata_cache_bytes: cli.settings.metadata_cache_mib << 20,
     }
 }
 
@@ -696,7 +388,7 @@ fn worker(cli: &Cli, kind: &str, ipc: &str, parent: u32) -> std::process::ExitCo
         eprintln!("pond: unknown worker kind {kind:?}");
         return std::process::ExitCode::FAILURE;
     };
-    let root = cli.store.clone().unwrap_or_else(default_store);
+    let root = cli.settings.store.clone().unwrap_or_else(default_store);
     let args = pond_workers::process::WorkerArgs {
         kind,
         ipc: ipc.to_owned(),
@@ -713,7 +405,7 @@ fn worker(cli: &Cli, kind: &str, ipc: &str, parent: u32) -> std::process::ExitCo
 
 /// Where this process runs heavy jobs: worker processes, or itself with `--in-process`.
 fn runner(cli: &Cli, store: &Arc<Store>) -> Result<Runner> {
-    if cli.in_process {
+    if cli.settings.in_process {
         let jobs = Arc::new(pond_workers::jobs::Jobs::new(store.clone()));
         let local: LocalJobs = Arc::new(move |job, progress| {
             let jobs = jobs.clone();
@@ -731,37 +423,32 @@ fn runner(cli: &Cli, store: &Arc<Store>) -> Result<Runner> {
     let exe = std::env::current_exe().context("cannot find the pond executable")?;
     let args = store_args(cli, store.root());
     let mut config = WorkersConfig::new(WorkerCommand { exe, args });
-    config.idle_exit = Duration::from_secs(cli.worker_idle_secs.max(1));
-    if cli.sync_memory_mib > 0 {
+    let settings = &cli.settings;
+    config.idle_exit = Duration::from_secs(settings.worker_idle_secs.max(1));
+    if settings.sync_memory_mib > 0 {
         config
             .memory_budget_kib
-            .insert(WorkerKind::Sync, cli.sync_memory_mib << 10);
+            .insert(WorkerKind::Sync, settings.sync_memory_mib << 10);
     }
-    if cli.sql_memory_mib > 0 {
+    if settings.sql_memory_mib > 0 {
         config
             .memory_budget_kib
-            .insert(WorkerKind::Sql, cli.sql_memory_mib << 10);
+            .insert(WorkerKind::Sql, settings.sql_memory_mib << 10);
     }
     Ok(Runner::Workers(Workers::start(config)))
 }
 
-/// The flags a process pond starts for this store gets: the store, its cache caps, and
-/// this command's verbosity (a worker needs no more; a server gets its settings too).
+/// The flags a worker pond starts for this store gets: the store, and the settings the
+/// table passes to workers (its cache caps, this command's verbosity).
 fn store_args(cli: &Cli, root: &std::path::Path) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = vec!["--store".into(), root.into()];
-    args.extend([
-        "--index-cache-mib".into(),
-        cli.index_cache_mib.to_string().into(),
-        "--metadata-cache-mib".into(),
-        cli.metadata_cache_mib.to_string().into(),
-    ]);
-    args.extend(verbosity_args(cli));
+    args.extend(cli.settings.pass(&[settings::Passed::Workers]));
     args
 }
 
 /// Open the store the command names, with the runner its jobs go to.
 pub(crate) fn front(cli: &Cli) -> Result<Front> {
-    let root = cli.store.clone().unwrap_or_else(default_store);
+    let root = cli.settings.store.clone().unwrap_or_else(default_store);
     // A command that only reads never makes a store: a mistyped --store is said as such.
     // (A URL is refused as such by the store.)
     let url = root.to_string_lossy().contains("://");
@@ -781,7 +468,7 @@ pub(crate) fn front(cli: &Cli) -> Result<Front> {
 /// How `pond mcp` reaches the store's server: its socket, and how to start one with this
 /// command's settings.
 pub(crate) fn bridge_of(cli: &Cli, auto_sync_mins: u64) -> Result<bridge::Bridge, String> {
-    let root = cli.store.clone().unwrap_or_else(default_store);
+    let root = cli.settings.store.clone().unwrap_or_else(default_store);
     // The store's folder exists before its socket is named by its canonical path.
     {
         use std::os::unix::fs::DirBuilderExt;
@@ -795,23 +482,10 @@ pub(crate) fn bridge_of(cli: &Cli, auto_sync_mins: u64) -> Result<bridge::Bridge
     }
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the pond executable: {e}"))?;
-    let mut args = store_args(cli, &root);
-    for (flag, value) in [
-        ("--worker-idle-secs", cli.worker_idle_secs),
-        ("--sql-memory-mib", cli.sql_memory_mib),
-        ("--sync-memory-mib", cli.sync_memory_mib),
-    ] {
-        args.extend([flag.into(), value.to_string().into()]);
-    }
-    for p in &cli.exclude_projects {
-        args.extend(["--exclude-project".into(), p.into()]);
-    }
-    if cli.utc {
-        args.push("--utc".into());
-    }
-    if let Some(c) = &cli.config {
-        args.extend(["--config".into(), c.clone().into()]);
-    }
+    // The server gets what a worker gets and the settings the table passes to it.
+    let mut args: Vec<std::ffi::OsString> = vec!["--store".into(), root.clone().into()];
+    let to = [settings::Passed::Workers, settings::Passed::Server];
+    args.extend(cli.settings.pass(&to));
     args.extend([
         "serve".into(),
         "--auto-sync-mins".into(),

@@ -7,13 +7,7 @@
 //! protocol error: hosts treat those as a broken server. An error that is not the caller's
 //! says so. Every answer is bounded text ending in a totals line.
 
-use pond_protocol::grep::GrepJob;
-use pond_protocol::job::SqlJob;
-use pond_protocol::usage::UsageRequest;
-use pond_protocol::{ErrorKind, Format};
-use pond_store::get::{self, PageRequest};
-use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest};
-use pond_store::sessions::{self, SessionsRequest};
+use pond_protocol::ErrorKind;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -25,6 +19,10 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use crate::background::AutoSync;
 use crate::ops::{Error, Front};
+use crate::params::{
+    Caller, GetMessageParams, GetSessionParams, SearchParams, SearchPlan, SessionsParams,
+    SqlParams, UsageParams,
+};
 use crate::render;
 
 pub mod args;
@@ -32,27 +30,28 @@ pub mod http;
 pub mod schema;
 pub mod socket;
 
-use args::{GetMessageArgs, GetSessionArgs, SearchArgs, SessionsArgs, SqlArgs, UsageArgs, TOOLS};
+use args::TOOLS;
 
 /// Hard cap on one tool answer, whatever produced it.
 pub const MAX_ANSWER_BYTES: usize = 100 * 1024;
-const SEARCH_MAX_LIMIT: u64 = 50;
-const SESSIONS_MAX_LIMIT: u64 = 50;
-const SESSION_MAX_LIMIT: u64 = 200;
-const SQL_MAX_ROWS: u64 = 1000;
-const SQL_MAX_TIMEOUT_S: u64 = 300;
-const CONTEXT_MAX: u64 = 20;
 
 const SCHEMA_URI: &str = "pond://schema";
 const STATUS_URI: &str = "pond://status";
 
-const INSTRUCTIONS: &str = "pond is an archive of past AI coding-agent sessions (Claude Code, Codex, GitHub Copilot CLI, Cursor, Gemini CLI): every user and assistant message, tool call and result, by project and time. Use it to recall how something was done before, find a past decision or error, or reread a session.
-- Start with pond_search (full-text: all words must match, stemmed, case- and accent-insensitive; \"exact phrase\", -word, a OR b, prefix*, word~ for typos). Filter by project (a substring of the working directory), role, source_agent, or dates (also inline: project:pond after:2w). A query that finds nothing says why and suggests a respelling. Hits come grouped by session, each with a message id.
+/// What every agent reads first: what pond holds (every client of the registry) and which
+/// tool answers what.
+fn instructions() -> String {
+    format!(
+        "pond is an archive of past AI coding-agent sessions ({}): every user and assistant message, tool call and result, by project and time. Use it to recall how something was done before, find a past decision or error, or reread a session.
+- Start with pond_search (full-text by default: all words must match, stemmed, case- and accent-insensitive; \"exact phrase\", -word, a OR b, prefix*, word~ for typos; mode exact or regex for tool output, paths and error codes, vector or hybrid for meaning when the store has an embedding model). Filter by project (a substring of the working directory), role, source_agent, or dates (also inline: project:pond after:2w). A query that finds nothing says why and suggests a respelling. Hits come grouped by session, each with a message id.
 - pond_sessions lists sessions newest first with their titles, filtered by project, source_agent or dates: what was done in a project last week, in one call.
 - pond_get_message shows one hit in full with its neighbours; pond_get_session reads a whole session page by page (from start or end, after/before a message id).
 - pond_usage answers what it cost: tokens and cost per day, week, month, session, model, project or client (how much did this project cost last week?).
 - pond_sql answers counting and listing questions (how many sessions per project, which tools failed most) with one read-only SELECT; read the pond://schema resource first.
-- Answers are bounded; when there is more, the last line says how to get it.";
+- Answers are bounded; when there is more, the last line says how to get it.",
+        pond_ingest::sources::titles()
+    )
+}
 
 /// The front's MCP server: one per MCP session.
 #[derive(Clone)]
@@ -135,137 +134,55 @@ const SQL_HINTS: Hints = Hints {
     unavailable: "",
 };
 
-fn clamp(v: Option<u64>, default: u64, min: u64, max: u64) -> u64 {
-    v.unwrap_or(default).clamp(min, max)
-}
-
 impl PondServer {
-    async fn search(&self, args: SearchArgs) -> Answer {
-        // A day as `to_date` is its end, as `from_date` its start.
-        let date = |d: &Option<String>, name: &str, parse: fn(&str) -> _| {
-            d.as_deref()
-                .map(parse)
-                .transpose()
-                .map_err(|e| format!("{name}: {e}"))
-        };
-        let mode = args.mode.unwrap_or_default();
-        let given: Vec<&str> = [
-            ("case_sensitive", args.case_sensitive.is_some()),
-            ("include_tools", args.include_tools.is_some()),
-            ("offset", args.offset.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(name, set)| set.then_some(name))
-        .collect();
-        crate::ops::check_grep_options(mode, &given).map_err(|e| explain(e, &SEARCH_HINTS))?;
-        if mode.is_literal() {
-            let job = GrepJob {
-                pattern: args.query,
-                regex: mode == SearchMode::Regex,
-                case_sensitive: args.case_sensitive.unwrap_or(false),
-                include_tools: args.include_tools.unwrap_or(true),
-                project: args.project,
-                session_id: args.session_id,
-                source_agent: args.source_agent,
-                role: args.role,
-                from_ms: date(&args.from_date, "from_date", search::parse_date)?,
-                to_ms: date(&args.to_date, "to_date", search::parse_end_date)?,
-                limit: clamp(args.limit, 10, 1, SEARCH_MAX_LIMIT),
-                offset: args.offset.unwrap_or(0),
-                timeout_ms: crate::ops::GREP_TIMEOUT_S * 1000,
-                reveal_secrets: false,
-            };
-            // A scan in the sql worker: it takes this peer's SQL turn, as a query would.
-            let _turn = self.client.sql_turn().await;
-            return match self.front.grep(job).await {
-                Ok(r) => Ok(render::grep::results(&r, |n| format!("offset {n}"))),
+    async fn search(&self, params: SearchParams) -> Answer {
+        match params
+            .plan(Caller::Agent)
+            .map_err(|e| explain(e, &SEARCH_HINTS))?
+        {
+            SearchPlan::Literal(job) => {
+                // A scan in the sql worker: it takes this peer's SQL turn, as a query would.
+                let _turn = self.client.sql_turn().await;
+                match self.front.grep(job).await {
+                    Ok(r) => Ok(render::grep::results(&r, |n| format!("offset {n}"))),
+                    Err(e) => Err(explain(e, &SEARCH_HINTS)),
+                }
+            }
+            SearchPlan::Ranked(req) => match self.front.search(&req).await {
+                Ok(results) => Ok(render::search(&results)),
                 Err(e) => Err(explain(e, &SEARCH_HINTS)),
-            };
-        }
-        let req = SearchRequest {
-            query: args.query,
-            filters: SearchFilters {
-                project: args.project,
-                session_id: args.session_id,
-                source_agent: args.source_agent,
-                role: args.role,
-                from: date(&args.from_date, "from_date", search::parse_date)?,
-                to: date(&args.to_date, "to_date", search::parse_end_date)?,
             },
-            sort: args.sort_by.unwrap_or_default(),
-            limit: clamp(args.limit, 10, 1, SEARCH_MAX_LIMIT) as usize,
-            mode,
-            reveal_secrets: false,
-        };
-        match self.front.search(&req).await {
-            Ok(results) => Ok(render::search(&results)),
-            Err(e) => Err(explain(e, &SEARCH_HINTS)),
         }
     }
 
-    async fn sessions(&self, args: SessionsArgs) -> Answer {
-        let date = |d: Option<String>, name: &str, parse: fn(&str) -> _| {
-            d.as_deref()
-                .map(parse)
-                .transpose()
-                .map_err(|e| format!("{name}: {e}"))
-        };
-        let req = SessionsRequest {
-            filters: SearchFilters {
-                project: args.project,
-                source_agent: args.source_agent,
-                from: date(args.from_date, "from_date", search::parse_date)?,
-                to: date(args.to_date, "to_date", search::parse_end_date)?,
-                ..SearchFilters::default()
-            },
-            limit: clamp(
-                args.limit,
-                sessions::DEFAULT_LIMIT as u64,
-                1,
-                SESSIONS_MAX_LIMIT,
-            ) as usize,
-            offset: args.offset.unwrap_or(0) as usize,
-        };
+    async fn sessions(&self, params: SessionsParams) -> Answer {
+        let req = params
+            .request(Caller::Agent)
+            .map_err(|e| explain(e, &SESSIONS_HINTS))?;
         match self.front.sessions(&req).await {
             Ok(list) => Ok(render::sessions::list(&list)),
             Err(e) => Err(explain(e, &SESSIONS_HINTS)),
         }
     }
 
-    async fn get_session(&self, args: GetSessionArgs) -> Answer {
-        let req = PageRequest {
-            from: args.from.unwrap_or_default(),
-            limit: clamp(args.limit, 50, 1, SESSION_MAX_LIMIT) as usize,
-            after: args.after,
-            before: args.before,
-            max_bytes: get::DEFAULT_PAGE_BYTES,
-            include_replayed: args.include_replayed.unwrap_or(false),
-        };
-        match self.front.get_session(&args.id, &req).await {
+    async fn get_session(&self, params: GetSessionParams) -> Answer {
+        let (id, req) = params.request(Caller::Agent);
+        match self.front.get_session(&id, &req).await {
             Ok(page) => Ok(render::session_page(&page)),
             Err(e) => Err(explain(e, &GET_HINTS)),
         }
     }
 
-    async fn get_message(&self, args: GetMessageArgs) -> Answer {
-        let before = clamp(args.context_before, 2, 0, CONTEXT_MAX) as usize;
-        let after = clamp(args.context_after, 2, 0, CONTEXT_MAX) as usize;
-        match self.front.get_message(&args.id, before, after).await {
+    async fn get_message(&self, params: GetMessageParams) -> Answer {
+        let (id, before, after) = params.request(Caller::Agent);
+        match self.front.get_message(&id, before, after).await {
             Ok(c) => Ok(render::message_context(&c)),
             Err(e) => Err(explain(e, &GET_HINTS)),
         }
     }
 
-    async fn sql(&self, args: SqlArgs) -> Answer {
-        let timeout_s = clamp(args.timeout_seconds, 30, 1, SQL_MAX_TIMEOUT_S);
-        let job = SqlJob {
-            query: args.query,
-            format: args.format.unwrap_or_default(),
-            max_rows: clamp(args.max_rows, 200, 1, SQL_MAX_ROWS),
-            max_bytes: (MAX_ANSWER_BYTES / 2) as u64,
-            timeout_ms: timeout_s * 1000,
-            reveal_secrets: false,
-        };
+    async fn sql(&self, params: SqlParams) -> Answer {
+        let job = params.job(Caller::Agent);
         let _turn = self.client.sql_turn().await;
         match self.front.sql(job).await {
             Ok(out) => Ok(format!("{}\n{}\n", out.text.trim_end(), out.footer)),
@@ -273,30 +190,14 @@ impl PondServer {
         }
     }
 
-    async fn usage(&self, args: UsageArgs) -> Answer {
-        let date = |d: Option<String>, name: &str, parse: fn(&str) -> _| {
-            d.as_deref()
-                .map(parse)
-                .transpose()
-                .map_err(|e| format!("{name}: {e}"))
-        };
-        let req = UsageRequest {
-            group: args.group.unwrap_or_default(),
-            since_ms: date(args.from_date, "from_date", search::parse_date)?,
-            until_ms: date(args.to_date, "to_date", search::parse_end_date)?,
-            client: args.source_agent,
-            project: args.project,
-            model: args.model,
-            utc: false,
-            prices: None,
-        };
+    async fn usage(&self, params: UsageParams) -> Answer {
+        let format = params.format.unwrap_or_default();
+        let req = params
+            .request(Caller::Agent)
+            .map_err(|e| explain(e, &USAGE_HINTS))?;
         let _turn = self.client.sql_turn().await;
         match self.front.usage(req).await {
-            Ok(report) => Ok(match args.format.unwrap_or_default() {
-                Format::Table => render::usage::table(&report),
-                Format::Json => format!("{}\n", render::json(&render::usage::summary(&report))),
-                Format::Csv => render::usage::csv(&report),
-            }),
+            Ok(report) => Ok(render::usage::answer(&report, format)),
             Err(e) => Err(explain(e, &USAGE_HINTS)),
         }
     }
@@ -334,7 +235,7 @@ impl ServerHandler for PondServer {
             Implementation::new("pond", env!("CARGO_PKG_VERSION"))
                 .with_title("pond: archive and search of past agent sessions"),
         )
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(instructions())
     }
 
     async fn list_tools(
