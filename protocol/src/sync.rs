@@ -33,6 +33,17 @@ pub struct SyncProgress {
     pub messages: u64,
 }
 
+/// Of a project the sync excluded, what the store already held from before: what
+/// `pond forget --project` would remove (the sessions whose project contains it, with their
+/// subagents, and those sessions' message rows).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExcludedStored {
+    /// The exclusion as the request gave it.
+    pub project: String,
+    pub sessions: u64,
+    pub messages: u64,
+}
+
 /// A line that was not stored, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkipNote {
@@ -51,6 +62,11 @@ pub struct SyncReport {
     /// excluded project.
     #[serde(default)]
     pub files_excluded: u64,
+    /// Of each excluded project (in the request's order) that the store holds sessions of,
+    /// how many: counted by the sync worker after its pass, so that `pond sync` can offer
+    /// to forget them. Left out of the JSON when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_stored: Vec<ExcludedStored>,
     /// An interrupted `pond forget` was completed before this sync read anything.
     #[serde(default)]
     pub forget_completed: bool,

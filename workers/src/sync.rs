@@ -7,7 +7,8 @@
 //! `pond rebuild` runs too, through [`repair_store`]), every file read and its rows written
 //! (`read_and_write`, in the windows of `read`), the transaction committed, the store kept
 //! up (`upkeep`: compaction, then the index stage [`crate::rebuild::reindex`] that rebuild
-//! and forget share), and the report kept (`finish`).
+//! and forget share), what the store holds of the excluded projects counted
+//! (`count_excluded`), and the report kept (`finish`).
 //!
 //! Memory is bounded by the flush size, not the corpus: parsed rows are written every
 //! [`FLUSH_BYTES`] (or [`FLUSH_MESSAGES`]), and only file cursors and the store-wide
@@ -21,8 +22,12 @@ use pond_ingest::reader::ReadMode;
 use pond_ingest::{
     discover_all, FileBatch, FileCursor, PendingBatch, ReadOutcome, Skip, Source, SourceFile,
 };
-use pond_protocol::sync::{SkipNote, SyncProgress, SyncReport, SyncRequest, SyncSource};
-use pond_store::forgotten::Forgotten;
+use pond_protocol::job::ForgetRequest;
+use pond_protocol::sync::{
+    ExcludedStored, SkipNote, SyncProgress, SyncReport, SyncRequest, SyncSource,
+};
+use pond_store::forgotten::{self, Forgotten};
+use pond_store::schema::{sql_str, MESSAGES};
 use pond_store::{maintenance, Store, StoreLock, SyncWriter};
 
 use crate::quarantine::Quarantine;
@@ -118,6 +123,7 @@ pub async fn run(
     report.write_ms += t.elapsed().as_millis() as u64;
     report.sessions_touched = read.sessions;
     upkeep(store, &lock, req.skip_index, changed, &mut report).await?;
+    report.excluded_stored = count_excluded(store, &req.exclude_projects).await?;
     drop(lock);
     quarantine.finish();
     finish(store, &mut report, started);
@@ -471,6 +477,41 @@ async fn upkeep(
     Ok(())
 }
 
+/// Of each project in `exclude` (in its order; an empty one names none), what the store
+/// holds: the sessions `pond forget --project` would remove ([`forgotten::select`], one
+/// read of the sessions per project) and their messages (one count). Projects with no
+/// session stored are left out.
+async fn count_excluded(
+    store: &Store,
+    exclude: &[String],
+) -> pond_store::Result<Vec<ExcludedStored>> {
+    let mut counted = Vec::new();
+    for project in exclude.iter().filter(|p| !p.is_empty()) {
+        let req = ForgetRequest {
+            project: Some(project.clone()),
+            ..ForgetRequest::default()
+        };
+        let sessions = forgotten::select(store, &req).await?;
+        if sessions.is_empty() {
+            continue;
+        }
+        let mut messages = 0;
+        if let Some(ds) = store.dataset(MESSAGES).await? {
+            for chunk in sessions.chunks(500) {
+                let ids: Vec<String> = chunk.iter().map(|s| sql_str(&s.id)).collect();
+                let filter = format!("session_id IN ({})", ids.join(","));
+                messages += ds.count_rows(Some(filter)).await? as u64;
+            }
+        }
+        counted.push(ExcludedStored {
+            project: project.clone(),
+            sessions: sessions.len() as u64,
+            messages,
+        });
+    }
+    Ok(counted)
+}
+
 /// The report's last figures (the files set aside, the time), kept for `pond status`.
 fn finish(store: &Store, report: &mut SyncReport, started: Instant) {
     report.set_aside = Quarantine::list(store.root())
@@ -730,6 +771,52 @@ mod tests {
             ..keep
         };
         assert_eq!(keep.of(&batch("s1")), Kept::Stored);
+    }
+
+    /// A sync that excludes two projects stored before reports each one's sessions and
+    /// messages, in the request's order, and names no project with nothing stored.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_sync_counts_what_is_stored_of_each_excluded_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let claude = dir.path().join("claude");
+        std::fs::create_dir_all(&claude).unwrap();
+        let line = |session: &str, n: usize, cwd: &str| {
+            format!(
+                r#"{{"type":"user","sessionId":"{session}","uuid":"{session}-{n}","cwd":"{cwd}","timestamp":"2026-01-01T00:00:0{n}Z","message":{{"role":"user","content":"message {n}"}}}}"#
+            )
+        };
+        let write = |session: &str, messages: usize, cwd: &str| {
+            let text: Vec<String> = (0..messages).map(|n| line(session, n, cwd)).collect();
+            std::fs::write(
+                claude.join(format!("{session}.jsonl")),
+                text.join("\n") + "\n",
+            )
+            .unwrap();
+        };
+        write("a1", 3, "/home/u/alpha");
+        write("a2", 2, "/home/u/alpha-two");
+        write("b1", 4, "/home/u/beta");
+        write("c1", 1, "/home/u/gamma");
+        let store = Store::open(&dir.path().join("store"), Default::default()).unwrap();
+        let mut req = SyncRequest {
+            sources: vec![source("claude-code", &claude)],
+            skip_index: true,
+            exclude_projects: Vec::new(),
+        };
+        let first = run(&store, &req, &mut |_| {}).await.unwrap();
+        assert_eq!(first.messages_added, 10, "{first:?}");
+        assert!(first.excluded_stored.is_empty());
+        req.exclude_projects = ["beta", "", "delta", "alpha"].map(String::from).to_vec();
+        let report = run(&store, &req, &mut |_| {}).await.unwrap();
+        let counted = |project: &str, sessions, messages| ExcludedStored {
+            project: project.into(),
+            sessions,
+            messages,
+        };
+        assert_eq!(
+            report.excluded_stored,
+            [counted("beta", 1, 4), counted("alpha", 2, 5)]
+        );
     }
 
     /// A sync of a database and a file reports every byte counted as done at its end.
