@@ -22,7 +22,7 @@ use pond_store::forgotten::{self, Forgotten};
 use pond_store::schema::{sql_str, MESSAGES, RECORDS};
 use pond_store::{maintenance, vectors, Result, Store, SyncWriter};
 
-use crate::rebuild::{reindex, Reindex, RowMap};
+use crate::reindex::{reindex, Reindex, RowMap};
 
 /// Forget what `req` selects (or say what that is, for a dry run). `flush_bytes` bounds the
 /// rows held between writes while re-deriving.

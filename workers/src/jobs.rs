@@ -17,6 +17,7 @@ use pond_store::sql::{self, SqlLimits};
 use pond_store::{vectors, Store};
 
 use crate::rebuild::RebuildError;
+use crate::reindex::{env_usize, vector_index_min_rows};
 use crate::sync::SyncError;
 
 fn sync_error(e: SyncError) -> JobError {
@@ -131,22 +132,6 @@ impl Jobs {
             peak_kib: peak_kib(),
         })
     }
-}
-
-/// Vectors needed before an index is built: `vectors::VECTOR_INDEX_MIN_ROWS`, or
-/// `POND_VECTOR_INDEX_MIN_ROWS` (tests build one over a few thousand vectors).
-pub(crate) fn vector_index_min_rows() -> usize {
-    env_usize("POND_VECTOR_INDEX_MIN_ROWS", vectors::VECTOR_INDEX_MIN_ROWS)
-}
-
-/// A size the environment may override (tests: an index over a few thousand vectors, a
-/// backfill of many small chunks to kill in the middle of).
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(default)
 }
 
 fn embed_error(e: EmbedError) -> JobError {

@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod process;
 pub mod quarantine;
 pub mod rebuild;
+pub mod reindex;
 pub mod repair;
 pub mod restore;
 pub mod sync;

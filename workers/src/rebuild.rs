@@ -1,87 +1,14 @@
-//! The rebuild job (`pond rebuild`), and the index stage it shares with a sync and a forget:
-//! [`reindex`], which rebuilds the chosen indexes from scratch, brings the rest up to date,
-//! refreshes or rebuilds the row map, and moves vectors to re-derived messages, in that
-//! order, under the store lock.
+//! The rebuild job (`pond rebuild`): a sync's repairs, then the index stage it shares with a
+//! sync and a forget ([`crate::reindex`]).
 
 use std::time::Instant;
 
 use pond_protocol::job::{RebuildReport, RebuildRequest};
-use pond_store::indexes::{self, IndexReport};
-use pond_store::rowmap::RowMapStats;
+use pond_store::indexes;
 use pond_store::{schema, vectors, Store, StoreLock};
 
+use crate::reindex::{reindex, vector_index_min_rows, Reindex, RowMap};
 use crate::sync::SyncError;
-
-/// What [`reindex`] does, in its order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Reindex {
-    /// Rebuild the full-text index from scratch (one segment instead of many deltas).
-    pub fts: bool,
-    /// Rebuild the scalar indexes from scratch.
-    pub scalar: bool,
-    /// Create missing indexes, and fold rows appended since (`Some(true)`) into the rest.
-    pub ensure: Option<bool>,
-    pub rowmap: RowMap,
-    /// Move vectors to the messages that were re-derived (`crate::repair::rekey_vectors`).
-    pub rekey: bool,
-}
-
-/// What [`reindex`] does with the row map.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RowMap {
-    /// Left as it is.
-    #[default]
-    Keep,
-    /// Rebuilt if it lags the dataset (`Store::refresh_rowmap`).
-    Refresh,
-    /// Rebuilt whatever it covers (`Store::build_rowmap`).
-    Build,
-}
-
-/// What [`reindex`] did.
-#[derive(Debug, Default)]
-pub struct Reindexed {
-    /// The indexes rebuilt, in order, with the time each took.
-    pub steps: Vec<(String, u64)>,
-    /// What [`Reindex::ensure`] created and updated.
-    pub ensured: Option<IndexReport>,
-    /// Time spent on the indexes (the rebuilds and the ensure).
-    pub index_ms: u64,
-    /// The row map, if it was written, and the time that took.
-    pub rowmap: Option<(RowMapStats, u64)>,
-}
-
-/// The index stage: `plan`'s steps in order, each named to `step` as it starts (the
-/// rebuilds by `indexes::rebuild`, the row map and the vectors here).
-pub async fn reindex(
-    store: &Store,
-    lock: &StoreLock,
-    plan: Reindex,
-    step: &mut (dyn FnMut(&str) + Send),
-) -> pond_store::Result<Reindexed> {
-    let mut done = Reindexed::default();
-    let t = Instant::now();
-    done.steps = indexes::rebuild(store, lock, plan.fts, plan.scalar, step).await?;
-    if let Some(appended) = plan.ensure {
-        done.ensured = Some(indexes::ensure_indexes(store, appended).await?);
-    }
-    done.index_ms = t.elapsed().as_millis() as u64;
-    let t = Instant::now();
-    let rowmap = match plan.rowmap {
-        RowMap::Keep => None,
-        RowMap::Refresh => store.refresh_rowmap(lock).await?,
-        RowMap::Build => {
-            step("row map (messages.rmm)");
-            Some(store.build_rowmap(lock).await?)
-        }
-    };
-    done.rowmap = rowmap.map(|stats| (stats, t.elapsed().as_millis() as u64));
-    if plan.rekey {
-        step("vectors moved to the re-derived messages");
-        crate::repair::rekey_vectors(store).await?;
-    }
-    Ok(done)
-}
 
 /// Errors of a rebuild: the repair's (a sync's) or the store's.
 #[derive(Debug)]
@@ -98,7 +25,7 @@ impl From<pond_store::StoreError> for RebuildError {
 
 /// `pond rebuild`: the repairs and upgrade a sync would make (`crate::sync::repair_store`),
 /// vectors of rows that are gone pruned, token counts filled (afresh with `req.usage`),
-/// the indexes and the row map `req` names rebuilt ([`reindex`]; all of them after a
+/// the indexes and the row map `req` names rebuilt ([`reindex`](crate::reindex::reindex); all of them after a
 /// re-derive), and the vector index trained with `req.vectors`.
 pub async fn run(
     store: &Store,
@@ -142,7 +69,7 @@ pub async fn run(
     if req.vectors {
         step("vector index");
         let t = Instant::now();
-        let done = vectors::ensure_index(store, crate::jobs::vector_index_min_rows(), true).await?;
+        let done = vectors::ensure_index(store, vector_index_min_rows(), true).await?;
         steps.push((
             format!("vector index: {}", format!("{done:?}").to_lowercase()),
             t.elapsed().as_millis() as u64,

@@ -6,7 +6,7 @@
 //! (`fill_usage`), the files found (`discover`), the store upgraded (`upgrade`, which
 //! `pond rebuild` runs too, through [`repair_store`]), every file read and its rows written
 //! (`read_and_write`, in the windows of `read`), the transaction committed, the store kept
-//! up (`upkeep`: compaction, then the index stage [`crate::rebuild::reindex`] that rebuild
+//! up (`upkeep`: compaction, then the index stage [`crate::reindex::reindex`] that rebuild
 //! and forget share), what the store holds of the excluded projects counted
 //! (`count_excluded`), and the report kept (`finish`).
 //!
@@ -31,7 +31,7 @@ use pond_store::schema::{sql_str, MESSAGES};
 use pond_store::{maintenance, Store, StoreLock, SyncWriter};
 
 use crate::quarantine::Quarantine;
-use crate::rebuild::{reindex, Reindex, RowMap};
+use crate::reindex::{reindex, Reindex, RowMap};
 use crate::repair;
 
 mod read;
