@@ -216,7 +216,7 @@ pub(crate) enum Command {
     /// file changed) and install the agent skill where the client reads skills
     Install {
         /// claude-code, codex, gemini, cursor, copilot, vscode, opencode, claude-desktop
-        #[arg(value_parser = PossibleValuesParser::new(pond_front::install::Client::ALL.map(|c| c.name())))]
+        #[arg(value_parser = PossibleValuesParser::new(pond_setup::Client::ALL.map(|c| c.name())))]
         client: String,
         /// Show the entry instead of writing it
         #[arg(long)]
@@ -229,7 +229,7 @@ pub(crate) enum Command {
     },
     /// Remove pond from a client's MCP servers (and the skill), leaving the rest as it is
     Uninstall {
-        #[arg(value_parser = PossibleValuesParser::new(pond_front::install::Client::ALL.map(|c| c.name())))]
+        #[arg(value_parser = PossibleValuesParser::new(pond_setup::Client::ALL.map(|c| c.name())))]
         client: String,
         #[arg(long)]
         dry_run: bool,

@@ -971,7 +971,7 @@ fn every_list_of_clients_is_the_registry() {
         );
     }
 
-    for target in pond_front::install::Client::ALL {
+    for target in pond_setup::Client::ALL {
         let name = target.name();
         assert!(
             name == "claude-desktop" || pond_ingest::Source::parse(name).is_some(),
