@@ -17,10 +17,6 @@ use crate::text::{flatten_content, is_harness_text, join_search, parse_ts, str_f
 /// Claude Code: `$CLAUDE_CONFIG_DIR` or `~/.claude`, sessions under `projects/`.
 pub static SOURCE: Source = Source {
     client: &clients::CLAUDE_CODE,
-    home_var: "CLAUDE_CONFIG_DIR",
-    home_in_var: "",
-    home_default: ".claude",
-    editions: &[],
     layout: &["projects"],
     transcript: crate::source::every_file,
     sniff,

@@ -22,10 +22,6 @@ use crate::text::{
 /// `archived_sessions/`.
 pub static SOURCE: Source = Source {
     client: &clients::CODEX,
-    home_var: "CODEX_HOME",
-    home_in_var: "",
-    home_default: ".codex",
-    editions: &[],
     layout: &["sessions", "archived_sessions"],
     transcript: crate::source::every_file,
     sniff,

@@ -30,10 +30,6 @@ use crate::text::{
 /// GitHub Copilot CLI: `$COPILOT_HOME` or `~/.copilot`, sessions under `session-state/`.
 pub static SOURCE: Source = Source {
     client: &clients::COPILOT,
-    home_var: "COPILOT_HOME",
-    home_in_var: "",
-    home_default: ".copilot",
-    editions: &[],
     layout: &["session-state"],
     transcript: crate::source::every_file,
     sniff,

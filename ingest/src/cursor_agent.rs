@@ -38,10 +38,6 @@ use crate::text::{is_harness_text, join_search, str_field};
 /// Cursor: `$CURSOR_CONFIG_DIR` or `~/.cursor`, transcripts under `projects/`.
 pub static SOURCE: Source = Source {
     client: &clients::CURSOR,
-    home_var: "CURSOR_CONFIG_DIR",
-    home_in_var: "",
-    home_default: ".cursor",
-    editions: &[],
     layout: &["projects"],
     transcript: is_transcript,
     sniff,

@@ -46,14 +46,6 @@ use crate::text::{join_search, parse_ts, str_field};
 /// Cursor's IDE: its user dir, conversations in `globalStorage/state.vscdb`.
 pub static SOURCE: Source = Source {
     client: &clients::CURSOR_IDE,
-    home_var: "XDG_CONFIG_HOME",
-    home_in_var: "Cursor/User",
-    home_default: if cfg!(target_os = "macos") {
-        "Library/Application Support/Cursor/User"
-    } else {
-        ".config/Cursor/User"
-    },
-    editions: &[],
     layout: &[],
     transcript: crate::source::every_file,
     sniff,

@@ -39,10 +39,6 @@ use crate::text::{join_search, parse_ts, str_field};
 /// Gemini CLI: `$GEMINI_CLI_HOME/.gemini` or `~/.gemini`, chats under `tmp/`.
 pub static SOURCE: Source = Source {
     client: &clients::GEMINI,
-    home_var: "GEMINI_CLI_HOME",
-    home_in_var: ".gemini",
-    home_default: ".gemini",
-    editions: &[],
     layout: &["tmp"],
     transcript: is_chat,
     sniff,

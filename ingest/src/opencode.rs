@@ -31,10 +31,6 @@ use crate::text::{join_search, str_field};
 /// `opencode.db`.
 pub static SOURCE: Source = Source {
     client: &clients::OPENCODE,
-    home_var: "XDG_DATA_HOME",
-    home_in_var: "opencode",
-    home_default: ".local/share/opencode",
-    editions: &[],
     layout: &[],
     transcript: crate::source::every_file,
     sniff,

@@ -81,19 +81,12 @@ pub(crate) fn is_txt(path: &Path) -> bool {
 }
 
 /// One client: who it is, where its sessions are, how its records are read. Its names
-/// (`name`, `aliases`, `agents`) are its [`Client`]'s, read through it.
+/// (`name`, `aliases`, `agents`) and homes (`home_var`, `home_default`, ...,
+/// [`Client::homes`]) are its [`Client`]'s, read through it.
 pub struct Source {
-    /// Its names, defined in `pond-rows` (the store reads them without the parsers).
+    /// Its names and homes, defined in `pond-rows` (the store and the front read them
+    /// without the parsers).
     pub client: &'static Client,
-    /// The variable by which the client moves its home.
-    pub home_var: &'static str,
-    /// The home's folder under that variable's value ("": the variable names the home).
-    pub home_in_var: &'static str,
-    /// Its home under `$HOME` when that variable is not set.
-    pub home_default: &'static str,
-    /// Other builds of the client that keep the same layout in a home of their own (VS Code
-    /// Insiders, VSCodium): each its (`home_in_var`, `home_default`), read like the first.
-    pub editions: &'static [(&'static str, &'static str)],
     /// The folders under its home that hold its session files; when none of them exists,
     /// the folder given is searched whole (a copy of the files, a test fixture).
     pub layout: &'static [&'static str],
@@ -275,21 +268,6 @@ impl Source {
             Some(sub) if subagent => sub,
             _ => self.name,
         }
-    }
-
-    /// Its homes: its variable (with `home_in_var` under it), else `home_default` under
-    /// `$HOME`; then its other editions' the same way.
-    pub fn homes(&self) -> Vec<PathBuf> {
-        let var = std::env::var_os(self.home_var).filter(|v| !v.is_empty());
-        let home = std::env::var_os("HOME");
-        std::iter::once((self.home_in_var, self.home_default))
-            .chain(self.editions.iter().copied())
-            .filter_map(|(in_var, default)| match (&var, &home) {
-                (Some(v), _) => Some(PathBuf::from(v).join(in_var)),
-                (None, Some(h)) => Some(PathBuf::from(h).join(default)),
-                (None, None) => None,
-            })
-            .collect()
     }
 
     /// Whether discovery takes the file at `path` as one of its sessions: a `.jsonl` file

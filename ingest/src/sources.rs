@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-pub use pond_rows::clients::{agent_names, name_list, titles, Client};
+pub use pond_rows::clients::{agent_names, default_homes, name_list, titles, Client};
 
 pub use crate::source::{Source, SourceKind};
 
@@ -58,11 +58,12 @@ pub(crate) fn sniff(v: &Value) -> Option<SourceKind> {
     SOURCES.iter().copied().find(|s| (s.sniff)(v))
 }
 
-/// Every client's homes (see [`Source::homes`]), in registry order.
+/// Every client's homes ([`pond_rows::clients::default_homes`]), in registry order, each
+/// with its source.
 pub fn default_sources() -> Vec<(SourceKind, PathBuf)> {
-    SOURCES
-        .iter()
-        .flat_map(|s| s.homes().into_iter().map(move |h| (*s, h)))
+    pond_rows::clients::default_homes()
+        .into_iter()
+        .filter_map(|(c, h)| Some((Source::of_client(c)?, h)))
         .collect()
 }
 

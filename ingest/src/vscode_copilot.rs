@@ -43,33 +43,6 @@ const CHAT_FOLDERS: &[&str] = &[
 /// VS Code's Copilot Chat: the user dir of VS Code, chats under its storage folders.
 pub static SOURCE: Source = Source {
     client: &clients::VSCODE_COPILOT,
-    home_var: "XDG_CONFIG_HOME",
-    home_in_var: "Code/User",
-    home_default: if cfg!(target_os = "macos") {
-        "Library/Application Support/Code/User"
-    } else {
-        ".config/Code/User"
-    },
-    // Insiders, the open-source build and VSCodium keep their user dirs beside Code's.
-    editions: if cfg!(target_os = "macos") {
-        &[
-            (
-                "Code - Insiders/User",
-                "Library/Application Support/Code - Insiders/User",
-            ),
-            (
-                "Code - OSS/User",
-                "Library/Application Support/Code - OSS/User",
-            ),
-            ("VSCodium/User", "Library/Application Support/VSCodium/User"),
-        ]
-    } else {
-        &[
-            ("Code - Insiders/User", ".config/Code - Insiders/User"),
-            ("Code - OSS/User", ".config/Code - OSS/User"),
-            ("VSCodium/User", ".config/VSCodium/User"),
-        ]
-    },
     layout: &[
         "workspaceStorage",
         "globalStorage/emptyWindowChatSessions",

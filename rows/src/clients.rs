@@ -1,7 +1,11 @@
-//! The clients pond reads, by name: each one's name, the other names it answers to, and the
-//! `source_agent` values its sessions carry. The parsers' registry (`pond_ingest::SOURCES`)
-//! adds to each its homes and parsers, in this order; the store reads the names alone (the
-//! search filter's agents, the sessions counted by client in `pond status`).
+//! The clients pond reads, by name: each one's name, the other names it answers to, the
+//! `source_agent` values its sessions carry, and where it keeps them (its homes, pure data:
+//! [`default_homes`]). The parsers' registry (`pond_ingest::SOURCES`) adds to each its
+//! layout and parsers, in this order; the store reads the names alone (the search filter's
+//! agents, the sessions counted by client in `pond status`), the front the homes (which
+//! folders a sync reads).
+
+use std::path::PathBuf;
 
 /// The `source_agent` of each client's sessions, and of its subagents' where they differ.
 pub const AGENT_CLAUDE: &str = "claude-code";
@@ -17,7 +21,7 @@ pub const AGENT_OPENCODE: &str = "opencode";
 pub const AGENT_OPENCODE_SUBAGENT: &str = "opencode/subagent";
 pub const AGENT_VSCODE_COPILOT: &str = "vscode-copilot";
 
-/// One client's names.
+/// One client's names and homes.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Client {
     /// The name its sessions are stored under (`source_agent`) and `--source` takes.
@@ -30,6 +34,15 @@ pub struct Client {
     /// Further `source_agent` values its sessions may carry (subagents), each also matched
     /// by the client's own name in a search filter.
     pub agents: &'static [&'static str],
+    /// The variable by which the client moves its home.
+    pub home_var: &'static str,
+    /// The home's folder under that variable's value ("": the variable names the home).
+    pub home_in_var: &'static str,
+    /// Its home under `$HOME` when that variable is not set.
+    pub home_default: &'static str,
+    /// Other builds of the client that keep the same layout in a home of their own (VS Code
+    /// Insiders, VSCodium): each its (`home_in_var`, `home_default`), read like the first.
+    pub editions: &'static [(&'static str, &'static str)],
 }
 
 /// Every client pond reads, in the order `pond sync` and `pond status` list them.
@@ -49,48 +62,107 @@ pub static CLAUDE_CODE: Client = Client {
     title: "Claude Code",
     aliases: &["claude"],
     agents: &[AGENT_CLAUDE_SUBAGENT],
+    home_var: "CLAUDE_CONFIG_DIR",
+    home_in_var: "",
+    home_default: ".claude",
+    editions: &[],
 };
 pub static CODEX: Client = Client {
     name: AGENT_CODEX,
     title: "Codex",
     aliases: &[],
     agents: &[],
+    home_var: "CODEX_HOME",
+    home_in_var: "",
+    home_default: ".codex",
+    editions: &[],
 };
 pub static COPILOT: Client = Client {
     name: AGENT_COPILOT,
     title: "GitHub Copilot CLI",
     aliases: &["copilot-cli", "github-copilot"],
     agents: &[],
+    home_var: "COPILOT_HOME",
+    home_in_var: "",
+    home_default: ".copilot",
+    editions: &[],
 };
 pub static CURSOR: Client = Client {
     name: AGENT_CURSOR,
     title: "Cursor",
     aliases: &["cursor-agent", "cursor-cli"],
     agents: &[],
+    home_var: "CURSOR_CONFIG_DIR",
+    home_in_var: "",
+    home_default: ".cursor",
+    editions: &[],
 };
 pub static CURSOR_IDE: Client = Client {
     name: AGENT_CURSOR_IDE,
     title: "Cursor IDE",
     aliases: &["cursor-vscdb"],
     agents: &[AGENT_CURSOR_IDE_SUBAGENT],
+    home_var: "XDG_CONFIG_HOME",
+    home_in_var: "Cursor/User",
+    home_default: if cfg!(target_os = "macos") {
+        "Library/Application Support/Cursor/User"
+    } else {
+        ".config/Cursor/User"
+    },
+    editions: &[],
 };
 pub static GEMINI: Client = Client {
     name: AGENT_GEMINI,
     title: "Gemini CLI",
     aliases: &["gemini-cli"],
     agents: &[AGENT_GEMINI_SUBAGENT],
+    home_var: "GEMINI_CLI_HOME",
+    home_in_var: ".gemini",
+    home_default: ".gemini",
+    editions: &[],
 };
 pub static OPENCODE: Client = Client {
     name: AGENT_OPENCODE,
     title: "OpenCode",
     aliases: &[],
     agents: &[AGENT_OPENCODE_SUBAGENT],
+    home_var: "XDG_DATA_HOME",
+    home_in_var: "opencode",
+    home_default: ".local/share/opencode",
+    editions: &[],
 };
 pub static VSCODE_COPILOT: Client = Client {
     name: AGENT_VSCODE_COPILOT,
     title: "VS Code Copilot Chat",
     aliases: &["copilot-chat", "vscode"],
     agents: &[],
+    home_var: "XDG_CONFIG_HOME",
+    home_in_var: "Code/User",
+    home_default: if cfg!(target_os = "macos") {
+        "Library/Application Support/Code/User"
+    } else {
+        ".config/Code/User"
+    },
+    // Insiders, the open-source build and VSCodium keep their user dirs beside Code's.
+    editions: if cfg!(target_os = "macos") {
+        &[
+            (
+                "Code - Insiders/User",
+                "Library/Application Support/Code - Insiders/User",
+            ),
+            (
+                "Code - OSS/User",
+                "Library/Application Support/Code - OSS/User",
+            ),
+            ("VSCodium/User", "Library/Application Support/VSCodium/User"),
+        ]
+    } else {
+        &[
+            ("Code - Insiders/User", ".config/Code - Insiders/User"),
+            ("Code - OSS/User", ".config/Code - OSS/User"),
+            ("VSCodium/User", ".config/VSCodium/User"),
+        ]
+    },
 };
 
 impl Client {
@@ -109,6 +181,34 @@ impl Client {
             .copied()
             .find(|c| c.name == agent || c.agents.contains(&agent))
     }
+
+    /// Its homes: its variable (with `home_in_var` under it), else `home_default` under
+    /// `$HOME`; then its other editions' the same way.
+    pub fn homes(&self) -> Vec<PathBuf> {
+        let var = std::env::var_os(self.home_var).filter(|v| !v.is_empty());
+        let home = std::env::var_os("HOME");
+        std::iter::once((self.home_in_var, self.home_default))
+            .chain(self.editions.iter().copied())
+            .filter_map(|(in_var, default)| match (&var, &home) {
+                (Some(v), _) => Some(PathBuf::from(v).join(in_var)),
+                (None, Some(h)) => Some(PathBuf::from(h).join(default)),
+                (None, None) => None,
+            })
+            .collect()
+    }
+
+    /// Whether its own variable moves its home (set and not empty).
+    pub fn home_moved(&self) -> bool {
+        std::env::var_os(self.home_var).is_some_and(|v| !v.is_empty())
+    }
+}
+
+/// Every client's homes (see [`Client::homes`]), in registry order.
+pub fn default_homes() -> Vec<(&'static Client, PathBuf)> {
+    CLIENTS
+        .iter()
+        .flat_map(|c| c.homes().into_iter().map(move |h| (*c, h)))
+        .collect()
 }
 
 /// Every `source_agent` a stored session may have: the clients' names and their variants.
@@ -172,5 +272,40 @@ mod tests {
             "an alias is no source_agent"
         );
         assert_eq!(agent_names()[..2], ["claude-code", "claude-code/subagent"]);
+    }
+
+    /// A client's variable moves all its homes (each edition's folder under it); without
+    /// it, each is under `$HOME`. The default homes are every client's, in order.
+    #[test]
+    fn homes_follow_the_clients_variable_else_home() {
+        let c = Client {
+            home_var: "POND_ROWS_TEST_HOME",
+            home_in_var: "User",
+            home_default: ".app/User",
+            editions: &[("Beta/User", ".app-beta/User")],
+            ..CLAUDE_CODE
+        };
+        std::env::remove_var(c.home_var);
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+        if std::env::var_os("HOME").is_some() {
+            assert_eq!(
+                c.homes(),
+                [home.join(".app/User"), home.join(".app-beta/User")]
+            );
+        }
+        assert!(!c.home_moved());
+        std::env::set_var(c.home_var, "/moved");
+        assert!(c.home_moved());
+        assert_eq!(
+            c.homes(),
+            [
+                PathBuf::from("/moved/User"),
+                PathBuf::from("/moved/Beta/User")
+            ]
+        );
+        std::env::remove_var(c.home_var);
+        let homes = default_homes();
+        assert_eq!(homes[0].0, &CLAUDE_CODE);
+        assert!(homes.iter().any(|(c, _)| *c == &VSCODE_COPILOT));
     }
 }

@@ -49,7 +49,7 @@ fn instructions() -> String {
 - pond_usage answers what it cost: tokens and cost per day, week, month, session, model, project or client (how much did this project cost last week?).
 - pond_sql answers counting and listing questions (how many sessions per project, which tools failed most) with one read-only SELECT; read the pond://schema resource first.
 - Answers are bounded; when there is more, the last line says how to get it.",
-        pond_ingest::sources::titles()
+        pond_rows::clients::titles()
     )
 }
 

@@ -55,7 +55,7 @@ mod tests {
     #[test]
     fn the_texts_an_agent_reads_name_every_client() {
         let filter_doc = include_str!("../params.rs");
-        for name in pond_ingest::sources::agent_names() {
+        for name in pond_rows::clients::agent_names() {
             assert!(schema_text().contains(name), "schema resource: {name}");
             assert!(
                 filter_doc.contains(&format!("`{name}`")),
