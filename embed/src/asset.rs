@@ -6,9 +6,12 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::path::Path;
 
+use pond_protocol::model::ModelSource;
+
+pub use pond_protocol::model::Manifest;
 use safetensors::tensor::{Dtype, TensorView, View};
 use safetensors::SafeTensors;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::encoder::{float_reader, floats, is_linear_weight, BertConfig, SCALE_SUFFIX};
 use crate::{EmbedError, Result};
@@ -25,62 +28,6 @@ pub const LEGACY_DTYPE: &str = "f16";
 /// long message's first 256 tokens cost half the products of 512 and a quarter of the
 /// attention.
 pub const PASSAGE_TOKENS: usize = 256;
-
-/// What the embedder needs to know besides the weights.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// Stored with every vector (`embedding_model`), so vectors of two models never mix.
-    pub name: String,
-    pub dims: usize,
-    /// Tokens per text, longer texts are truncated.
-    pub max_tokens: usize,
-    /// Prepended to queries and to stored texts (E5: `query: ` and `passage: `).
-    pub query_prefix: String,
-    pub passage_prefix: String,
-    /// `mean`: the mean of the last hidden states over the attention mask, then L2 norm.
-    pub pooling: String,
-    pub dtype: String,
-    /// The weight type of the imported file.
-    pub source_dtype: String,
-    pub parameters: u64,
-    /// xxh3 of the asset's weights file, as 16 hex digits: vectors are keyed by it too, so
-    /// a changed model under the same name never serves the old one's vectors.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weights: Option<String>,
-    /// The hub commit a fetched model came from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revision: Option<String>,
-}
-
-impl Manifest {
-    /// What vectors of this model are stored under: the name and its weights' hash (the
-    /// name alone for an asset imported before weights were hashed).
-    pub fn vector_key(&self) -> String {
-        match &self.weights {
-            Some(h) => format!("{}@{}", self.name, &h[..h.len().min(12)]),
-            None => self.name.clone(),
-        }
-    }
-
-    /// Record the hub commit a fetched asset came from.
-    pub fn set_revision(dir: &Path, revision: &str) -> Result<Manifest> {
-        let mut m = Manifest::read(dir)?;
-        m.revision = Some(revision.to_owned());
-        std::fs::write(dir.join("manifest.json"), serde_json::to_vec_pretty(&m)?)?;
-        Ok(m)
-    }
-
-    pub fn read(dir: &Path) -> Result<Manifest> {
-        let path = dir.join("manifest.json");
-        let bytes = std::fs::read(&path).map_err(|e| {
-            EmbedError::Invalid(format!(
-                "no model asset at {} ({e}); import one with `pond model import DIR` or `pond model fetch`",
-                dir.display()
-            ))
-        })?;
-        Ok(serde_json::from_slice(&bytes)?)
-    }
-}
 
 /// The parts of `config.json` pond checks (the encoder reads the whole file).
 #[derive(Deserialize)]
@@ -285,10 +232,7 @@ pub fn import(
         weights: Some(weights),
         revision: None,
     };
-    std::fs::write(
-        staging.join("manifest.json"),
-        serde_json::to_vec_pretty(&manifest)?,
-    )?;
+    manifest.write(&staging)?;
     for f in std::fs::read_dir(&staging)? {
         File::open(f?.path())?.sync_all()?;
     }
@@ -305,4 +249,46 @@ pub fn import(
         std::fs::rename(&staging, dst)?;
     }
     Ok(manifest)
+}
+
+/// The import job: `source` (a folder, or a hub repository downloaded into `download`, a
+/// scratch folder removed after) made the asset in `asset`. `progress(file, bytes, total)`
+/// follows a download.
+pub async fn import_from(
+    source: ModelSource,
+    asset: &Path,
+    download: &Path,
+    progress: &mut (dyn FnMut(&str, u64, Option<u64>) + Send),
+) -> Result<Manifest> {
+    match source {
+        ModelSource::Folder {
+            dir,
+            name,
+            prefixes,
+        } => {
+            let name = name.unwrap_or_else(|| folder_name(&dir));
+            import(&dir, asset, &name, prefixes)
+        }
+        ModelSource::Hub { repo, revision } => {
+            let revision =
+                revision.unwrap_or_else(|| crate::fetch::default_revision(&repo).to_owned());
+            let fetched = crate::fetch::download(&repo, &revision, download, progress).await;
+            let imported = fetched.and_then(|f| {
+                let mut m = import(download, asset, &repo, None)?;
+                m.revision = Some(f.revision);
+                m.write(asset)?;
+                Ok(m)
+            });
+            let _ = std::fs::remove_dir_all(download);
+            imported
+        }
+    }
+}
+
+/// A folder's own name (after resolving `.` and links), else "model".
+fn folder_name(dir: &Path) -> String {
+    dir.canonicalize()
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "model".into())
 }

@@ -9,6 +9,10 @@
 //! measure the embedder against. [`random_bert`] writes random-weight models of any BERT
 //! shape for tests and benchmarks.
 //!
+//! [`import_from`] is the import job (`pond model import` and `pond model fetch`): a folder,
+//! or a download from the hub ([`fetch`]), made the store's asset. The asset's [`Manifest`]
+//! is `pond-protocol`'s, so the front reads it without linking this crate.
+//!
 //! What it is not: a process. The embed worker (`pond-workers`) owns an [`Embedder`] and
 //! exits when idle, which is how the model is unloaded.
 
@@ -25,7 +29,7 @@ pub mod reference;
 #[cfg(test)]
 mod tests;
 
-pub use asset::{import, Manifest, ASSET_DTYPE, LEGACY_DTYPE};
+pub use asset::{import, import_from, Manifest, ASSET_DTYPE, LEGACY_DTYPE};
 pub use model::{Embedder, TextKind, MAX_BATCH_TOKENS};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +46,18 @@ pub enum EmbedError {
     Io(#[from] std::io::Error),
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    /// The asset's manifest is unreadable (`Manifest::read`'s error, kind kept).
+    #[error("{0}")]
+    Manifest(pond_protocol::JobError),
+}
+
+impl From<pond_protocol::JobError> for EmbedError {
+    fn from(e: pond_protocol::JobError) -> EmbedError {
+        match e.kind {
+            pond_protocol::ErrorKind::Invalid => EmbedError::Invalid(e.message),
+            _ => EmbedError::Manifest(e),
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, EmbedError>;

@@ -1,47 +1,21 @@
 //! The model operations: show the store's embedding model, import one from a folder, fetch
-//! one from the hub. They run in the calling process: an import streams the weights to the
-//! asset (int8 encoder layers, f16 tables; bounded memory), and none of them touches Lance but the vector counts.
+//! one from the hub. Show reads the asset's manifest here; an import (the weights converted
+//! tensor by tensor) and a fetch (the hub download, then the import) are a job of an index
+//! worker, so this crate links no model code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use pond_embed::{EmbedError, Manifest};
-use pond_protocol::ErrorKind;
+pub use pond_protocol::model::{Manifest, ModelSource};
 use pond_store::vectors;
 
-use crate::ops::{Error, Front};
+use crate::ops::{Error, Front, ProgressSink};
+use crate::pool::JobOptions;
 
 /// The store's model and the vectors the store holds, by model.
 #[derive(Debug, Clone)]
 pub struct ModelInfo {
     pub manifest: Manifest,
     pub vectors: Vec<(String, usize)>,
-}
-
-/// Where a model comes from.
-#[derive(Debug, Clone)]
-pub enum ModelSource {
-    /// A local folder (config.json, tokenizer.json, model.safetensors); `name` defaults to
-    /// the folder's, `prefixes` (query, passage) to the E5 convention by name.
-    Folder {
-        dir: PathBuf,
-        name: Option<String>,
-        prefixes: Option<(String, String)>,
-    },
-    /// A hub repository at a revision (None: pinned for the default model, else main).
-    Hub {
-        repo: String,
-        revision: Option<String>,
-    },
-}
-
-fn embed_error(e: EmbedError) -> Error {
-    let kind = match e {
-        // A folder that is not a model, a missing asset: the caller named the wrong thing
-        // or has not imported one.
-        EmbedError::Invalid(_) => ErrorKind::Invalid,
-        _ => ErrorKind::Internal,
-    };
-    Error::new(kind, e.to_string())
 }
 
 impl Front {
@@ -51,49 +25,56 @@ impl Front {
     }
 
     pub async fn model_show(&self) -> Result<ModelInfo, Error> {
-        let manifest = Manifest::read(&self.model_dir()).map_err(embed_error)?;
+        let manifest = Manifest::read(&self.model_dir())?;
         let vectors = vectors::counts(self.store()).await?;
         Ok(ModelInfo { manifest, vectors })
     }
 
-    /// Import a model as the store's asset; `progress(file, bytes, total)` follows a
-    /// download.
+    /// Import a model as the store's asset, in an index worker; a download's progress goes
+    /// to `progress` (`Progress::Download`). The manifest is the one the job wrote.
     pub async fn model_import(
         &self,
         source: ModelSource,
-        progress: &mut (dyn FnMut(&str, u64, Option<u64>) + Send),
+        progress: ProgressSink,
     ) -> Result<Manifest, Error> {
-        let dst = self.model_dir();
-        match source {
+        // The worker's directory need not be the caller's.
+        let source = match source {
             ModelSource::Folder {
                 dir,
                 name,
                 prefixes,
-            } => {
-                let name = name.unwrap_or_else(|| folder_name(&dir));
-                pond_embed::import(&dir, &dst, &name, prefixes).map_err(embed_error)
-            }
-            ModelSource::Hub { repo, revision } => {
-                let download = self.store().root().join("model.download");
-                let revision = revision
-                    .unwrap_or_else(|| pond_embed::fetch::default_revision(&repo).to_owned());
-                let fetched =
-                    pond_embed::fetch::download(&repo, &revision, &download, progress).await;
-                let imported = fetched.and_then(|f| {
-                    pond_embed::import(&download, &dst, &repo, None)?;
-                    Manifest::set_revision(&dst, &f.revision)
-                });
-                let _ = std::fs::remove_dir_all(&download);
-                imported.map_err(embed_error)
-            }
-        }
+            } => ModelSource::Folder {
+                dir: std::path::absolute(&dir).unwrap_or(dir),
+                name,
+                prefixes,
+            },
+            hub => hub,
+        };
+        let opts = JobOptions {
+            progress,
+            ..JobOptions::default()
+        };
+        self.runner().call(source, opts).await?;
+        Manifest::read(&self.model_dir())
     }
 }
 
-/// A folder's own name (after resolving `.` and links), else "model".
-fn folder_name(dir: &Path) -> String {
-    dir.canonicalize()
-        .ok()
-        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "model".into())
+#[cfg(test)]
+mod tests {
+    /// The front links no model code (candle, tokenizers, the HTTP client): the model's
+    /// jobs run in a worker and the manifest is the protocol's.
+    #[test]
+    fn the_front_does_not_depend_on_the_model_crate() {
+        let manifest = include_str!("../Cargo.toml");
+        let deps = manifest
+            .split("\n[")
+            .find(|table| table.starts_with("[dependencies]") || table.starts_with("dependencies]"))
+            .expect("a [dependencies] table");
+        assert!(
+            !deps
+                .lines()
+                .any(|l| l.trim_start().starts_with("pond-embed")),
+            "pond-front depends on pond-embed:\n{deps}"
+        );
+    }
 }

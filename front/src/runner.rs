@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use pond_protocol::{ErrorKind, Job, JobError, Output, Progress, Request};
+use pond_protocol::{Call, ErrorKind, Job, JobError, Output, Progress};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use crate::workers::{JobOptions, WorkerStatus, Workers};
+use crate::pool::{JobOptions, WorkerStatus, Workers};
 
 /// Runs a job inside this process. The binary provides it (this crate does not depend on
 /// the workers crate): the same function a worker process calls.
@@ -55,7 +55,7 @@ impl Runner {
 
     /// Run a request's job and return its reply (the one place a mismatched reply, a pond
     /// bug, is turned into an error).
-    pub async fn call<R: Request>(&self, req: R, opts: JobOptions) -> Result<R::Reply, JobError> {
+    pub async fn call<R: Call>(&self, req: R, opts: JobOptions) -> Result<R::Reply, JobError> {
         let out = self.run(req.into_job(), opts).await?;
         R::reply(out).map_err(|other| {
             JobError::new(

@@ -10,6 +10,7 @@ use ipc_channel::ipc::IpcSender;
 use serde::{Deserialize, Serialize};
 
 use crate::grep::{GrepJob, GrepResults};
+use crate::model::{DownloadProgress, ModelSource};
 use crate::sync::{SyncProgress, SyncReport, SyncRequest};
 use crate::usage::{UsageReport, UsageRequest};
 
@@ -115,6 +116,9 @@ pub enum Job {
     Grep(Box<GrepJob>),
     /// Tokens and cost summed from the `usage` dataset (`pond usage`).
     Usage(Box<UsageRequest>),
+    /// Import a model folder, or fetch one from the hub, as the store's model asset
+    /// (`pond model import`, `pond model fetch`).
+    ImportModel(ModelSource),
 }
 
 impl Job {
@@ -125,26 +129,27 @@ impl Job {
                 WorkerKind::Sql
             }
             Job::Sync(_) => WorkerKind::Sync,
-            Job::Rebuild(_) | Job::Forget(_) => WorkerKind::Index,
+            Job::Rebuild(_) | Job::Forget(_) | Job::ImportModel(_) => WorkerKind::Index,
             Job::Embed(_) | Job::Backfill(_) => WorkerKind::Embed,
         }
     }
 }
 
-/// A job request paired with the reply it gets (in the style of
-/// `lsp_types::request::Request`): `Runner::call` takes the request and returns
+/// A job's parameters paired with the reply it gets (in the style of
+/// `lsp_types::request::Request`; named `Call` so it is not read as the store's
+/// `SearchRequest` or `PageRequest`): `Runner::call` takes the parameters and returns
 /// `Self::Reply`, so no caller matches on [`Output`]. The wire carries [`Job`] and [`Output`]
 /// as before.
-pub trait Request: Sized {
+pub trait Call: Sized {
     type Reply;
     fn into_job(self) -> Job;
     /// The reply out of the worker's [`Output`]; the output back when it is another kind.
     fn reply(out: Output) -> Result<Self::Reply, Output>;
 }
 
-macro_rules! request {
+macro_rules! call {
     ($request:ty, $job:ident => $output:ident($reply:ty)) => {
-        impl Request for $request {
+        impl Call for $request {
             type Reply = $reply;
             fn into_job(self) -> Job {
                 Job::$job(self)
@@ -159,16 +164,16 @@ macro_rules! request {
     };
 }
 
-request!(SqlJob, Sql => Sql(SqlOutput));
-request!(SyncRequest, Sync => Sync(Box<SyncReport>));
-request!(RebuildRequest, Rebuild => Rebuild(RebuildReport));
-request!(EmbedJob, Embed => Vectors(Vectors));
-request!(BackfillRequest, Backfill => Backfill(BackfillReport));
-request!(ForgetRequest, Forget => Forget(ForgetReport));
-request!(RestoreRequest, Restore => Restore(RestoreReport));
+call!(SqlJob, Sql => Sql(SqlOutput));
+call!(SyncRequest, Sync => Sync(Box<SyncReport>));
+call!(RebuildRequest, Rebuild => Rebuild(RebuildReport));
+call!(EmbedJob, Embed => Vectors(Vectors));
+call!(BackfillRequest, Backfill => Backfill(BackfillReport));
+call!(ForgetRequest, Forget => Forget(ForgetReport));
+call!(RestoreRequest, Restore => Restore(RestoreReport));
 
-/// [`Job::Grep`] as a [`Request`] (boxed in the job: the largest request by far).
-impl Request for GrepJob {
+/// [`Job::Grep`] as a [`Call`] (boxed in the job: the largest request by far).
+impl Call for GrepJob {
     type Reply = GrepResults;
     fn into_job(self) -> Job {
         Job::Grep(Box::new(self))
@@ -180,13 +185,28 @@ impl Request for GrepJob {
         }
     }
 }
-request!(Box<UsageRequest>, Usage => Usage(Box<UsageReport>));
+call!(Box<UsageRequest>, Usage => Usage(Box<UsageReport>));
 
-/// [`Job::Ping`] as a [`Request`].
+/// [`Job::ImportModel`] as a [`Call`]: the reply is that the asset is written (its
+/// manifest is then read from the store's model folder).
+impl Call for ModelSource {
+    type Reply = ();
+    fn into_job(self) -> Job {
+        Job::ImportModel(self)
+    }
+    fn reply(out: Output) -> Result<(), Output> {
+        match out {
+            Output::ModelImported => Ok(()),
+            other => Err(other),
+        }
+    }
+}
+
+/// [`Job::Ping`] as a [`Call`].
 #[derive(Debug, Clone, Copy)]
 pub struct Ping;
 
-impl Request for Ping {
+impl Call for Ping {
     type Reply = ();
     fn into_job(self) -> Job {
         Job::Ping
@@ -368,6 +388,8 @@ pub enum Output {
     Restore(RestoreReport),
     Grep(GrepResults),
     Usage(Box<UsageReport>),
+    /// The model asset is written (`manifest.json` says what it is).
+    ModelImported,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -376,6 +398,8 @@ pub enum Progress {
     /// A named step of a longer job has started.
     Step(String),
     Embed(EmbedProgress),
+    /// A model download (`pond model fetch`), at most once per MiB of a file.
+    Download(DownloadProgress),
 }
 
 /// Why a job failed, in words a caller can act on.
@@ -495,6 +519,7 @@ mod tests {
                 embedded: 3,
                 ..BackfillReport::default()
             })),
+            Ok(Output::ModelImported),
             Err(JobError::new(ErrorKind::Timeout, "too slow")),
         ] {
             tx.send(FromWorker::Done {

@@ -7,6 +7,9 @@
 //! (postcard encoding), so types here use plain serde shapes: no `skip_serializing_if`,
 //! no flattening, no untagged enums.
 //!
+//! [`model`] is the model import job and the asset's manifest, which the front reads (a
+//! file's shape, the one type here that never crosses IPC).
+//!
 //! [`footprint`] is how both sides measure a process's memory (`/proc`), so the front's
 //! budgets and a worker's own report use one definition.
 //!
@@ -17,14 +20,15 @@ mod choice;
 pub mod footprint;
 pub mod grep;
 pub mod job;
+pub mod model;
 pub mod sync;
 pub mod usage;
 
 pub use choice::Choice;
 pub use job::{
-    ErrorKind, Format, FromWorker, Hello, Job, JobError, Output, Progress, Request, ToWorker,
+    Call, ErrorKind, Format, FromWorker, Hello, Job, JobError, Output, Progress, ToWorker,
     WorkerKind,
 };
 
 /// Bumped whenever a type in this crate changes shape.
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;

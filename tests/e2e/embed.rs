@@ -268,6 +268,33 @@ fn serve_folder_with(repo: &str, dir: PathBuf, weights_sha256: Option<String>) -
     format!("http://{addr}")
 }
 
+/// `pond model import` runs in an index worker, or in the CLI's own process with
+/// `--in-process`: the same asset and answers either way, a relative folder read from the
+/// caller's directory.
+#[test]
+fn model_import_answers_alike_in_a_worker_and_in_process() {
+    let (worker, local) = (Env::new(), Env::new());
+    let cwd = worker.dir.path();
+    random_bert::write(&cwd.join("tiny-model"), Shape::tiny(), 3).unwrap();
+    let import = |env: &Env, flags: &[&str]| {
+        let args = [flags, &["model", "import", "tiny-model"]].concat();
+        let out = env.cmd(&args).current_dir(cwd).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        stdout.replace(env.store().to_str().unwrap(), "STORE")
+    };
+    let imported = import(&worker, &[]);
+    assert!(
+        imported.starts_with("imported tiny-model (") && imported.contains("into STORE/model;"),
+        "{imported}"
+    );
+    assert_eq!(import(&local, &["--in-process"]), imported);
+    assert_eq!(
+        local.ok(&["--in-process", "model", "show"]),
+        worker.ok(&["model", "show"])
+    );
+}
+
 #[test]
 fn model_fetch_downloads_and_imports() {
     let env = Env::new();
@@ -275,7 +302,21 @@ fn model_fetch_downloads_and_imports() {
     random_bert::write(&hub, Shape::tiny(), 5).unwrap();
     let endpoint = serve_folder("someone/tiny-e5", hub);
     let hub = [("POND_HF_ENDPOINT", endpoint.as_str())];
-    env.ok_with(&["model", "fetch", "someone/tiny-e5"], &hub);
+    let fetched = env.run_with(&["model", "fetch", "someone/tiny-e5"], &hub);
+    assert!(fetched.status.success(), "{fetched:?}");
+    // The download's progress, from the index worker that fetches, once per MiB of a file.
+    let stderr = String::from_utf8_lossy(&fetched.stderr);
+    let size = std::fs::metadata(env.dir.path().join("hub/model.safetensors"))
+        .unwrap()
+        .len();
+    assert!(
+        stderr.contains("\rconfig.json: 0 MiB of 0 MiB   ")
+            && stderr.contains(&format!(
+                "\rmodel.safetensors: 0 MiB of {} MiB   \n",
+                size >> 20
+            )),
+        "{stderr}"
+    );
     let shown = env.ok(&["model", "show"]);
     assert!(
         shown.contains("\"name\": \"someone/tiny-e5\"") && shown.contains("\"query: \""),

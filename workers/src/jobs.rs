@@ -12,6 +12,7 @@ use pond_protocol::job::{
     BackfillReport, BackfillRequest, EmbedJob, EmbedProgress, SqlJob, SqlOutput, Vectors,
     EMBED_MAX_TEXTS, EMBED_TEXT_BYTES,
 };
+use pond_protocol::model::{DownloadProgress, Manifest, ModelSource};
 use pond_protocol::{ErrorKind, Job, JobError, Output, Progress};
 use pond_store::sql::{self, SqlLimits};
 use pond_store::{vectors, Store};
@@ -155,6 +156,9 @@ async fn execute(
             "embedding jobs run through Jobs::execute",
         )),
         Job::Ping => Ok(Output::Pong),
+        Job::ImportModel(source) => import_model(store, source, progress)
+            .await
+            .map(|_| Output::ModelImported),
         Job::Forget(req) => {
             let mut report = crate::forget::run(store, &req, crate::sync::FLUSH_BYTES)
                 .await
@@ -199,6 +203,39 @@ async fn execute(
             Ok(Output::Rebuild(report))
         }
     }
+}
+
+/// `pond model import` and `pond model fetch`: the asset written into the store's model
+/// folder, a download's progress sent once per MiB of a file (what the CLI shows).
+async fn import_model(
+    store: &Store,
+    source: ModelSource,
+    progress: &mut (dyn FnMut(Progress) + Send),
+) -> Result<Manifest, JobError> {
+    let mut last: Option<(String, u64)> = None;
+    let mut each = |file: &str, bytes: u64, total: Option<u64>| {
+        let shown = (file.to_owned(), bytes >> 20);
+        if last.as_ref() != Some(&shown) {
+            last = Some(shown);
+            progress(Progress::Download(DownloadProgress {
+                file: file.to_owned(),
+                bytes,
+                total,
+            }));
+        }
+    };
+    let download = store.root().join("model.download");
+    pond_embed::import_from(source, &store.model_dir(), &download, &mut each)
+        .await
+        .map_err(|e| {
+            let kind = match e {
+                // A folder that is not a model, a download refused: the caller named the
+                // wrong thing.
+                EmbedError::Invalid(_) => ErrorKind::Invalid,
+                _ => ErrorKind::Internal,
+            };
+            JobError::new(kind, e.to_string())
+        })
 }
 
 async fn run_sql(store: &Store, q: &SqlJob) -> Result<SqlOutput, JobError> {

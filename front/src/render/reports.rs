@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use pond_embed::Manifest;
+use pond_protocol::model::Manifest;
 use pond_protocol::job::{BackfillReport, FileState, ForgetReport, RebuildReport, RestoreReport};
 use pond_protocol::sync::SyncReport;
 use pond_store::StoreCounts;
