@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::footprint;
 use crate::runner::Runner;
-use crate::workers::WorkerStatus;
+use crate::pool::WorkerStatus;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {

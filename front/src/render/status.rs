@@ -7,7 +7,7 @@ use crate::status::{
     BackgroundOutcome, BackgroundSync, EmbedOutcome, Embeddings, JobsRunIn, Process, RowMapState,
     Status,
 };
-use crate::workers::runs_backfills;
+use crate::pool::runs_backfills;
 
 use super::reports::{counts, last_sync};
 

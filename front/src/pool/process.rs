@@ -1,4 +1,6 @@
-//! A worker process: started, handshaken, stopped, killed and reaped; its stderr forwarded.
+//! A worker process seen from the front: started, handshaken, stopped, killed and reaped;
+//! its stderr forwarded. The worker's own side of the handshake and its job loop are
+//! `pond-workers`' `process` module.
 
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};

@@ -1,4 +1,5 @@
-//! Worker processes: a few actors per kind.
+//! The pool of worker processes, the front's side: a few actors per kind, each spawning and
+//! supervising its `pond worker <kind>` child (the jobs those run are `pond-workers`').
 //!
 //! Each [`WorkerKind`] has one or more actors (its slots, [`WorkersConfig::slots`]), each a
 //! tokio task that owns its child process and takes
