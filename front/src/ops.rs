@@ -29,7 +29,7 @@ use tracing::Instrument;
 use crate::params::{ExportFormat, ExportParams};
 use crate::runner::Runner;
 use crate::status::{self, BackgroundSync, Status};
-use crate::workers::{sync_stall, JobOptions};
+use crate::pool::{sync_stall, JobOptions};
 
 /// An operation's failure, classified by who must act ([`ErrorKind::is_mistake`]: the
 /// caller; [`ErrorKind::Unavailable`]: the user; [`ErrorKind::is_limit`]: ask for less;
@@ -429,29 +429,5 @@ impl Front {
             }
         }
         Ok(())
-    }
-
-    /// After a sync that excludes projects: of each excluded project, how many sessions
-    /// the store holds from before (what `pond forget --project` would remove), where any.
-    /// Counted by a dry-run forget in the index worker, one per project: the sync worker
-    /// could count them in its report instead (issue 37), and this would read that.
-    pub async fn stored_in_excluded(
-        &self,
-        exclude_projects: &[String],
-    ) -> Result<Vec<(String, usize)>, Error> {
-        let mut stored = Vec::new();
-        for project in exclude_projects.iter().filter(|p| !p.is_empty()) {
-            let plan = self
-                .forget(ForgetRequest {
-                    project: Some(project.clone()),
-                    dry_run: true,
-                    ..ForgetRequest::default()
-                })
-                .await?;
-            if !plan.sessions.is_empty() {
-                stored.push((project.clone(), plan.sessions.len()));
-            }
-        }
-        Ok(stored)
     }
 }

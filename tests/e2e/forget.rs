@@ -273,6 +273,69 @@ fn excluded_projects_are_not_stored_until_the_exclusion_goes() {
     assert!(err.contains("pond forget --project \"shop\""), "{err}");
 }
 
+/// Two projects excluded after they were stored: the sync's report counts each one's
+/// sessions (with subagents) and messages, and the offer to forget them says each count; a
+/// project with nothing stored is not named.
+#[test]
+fn the_offer_to_forget_counts_each_excluded_project() {
+    let env = Env::new();
+    let src = env.sources();
+    env.sync(&src);
+    let stored = |project: &str| {
+        let n = env.sql_json(&format!(
+            "SELECT count(*) AS n FROM sessions WHERE project LIKE '%{project}%'"
+        ));
+        let m = env.sql_json(&format!(
+            "SELECT count(*) AS n FROM messages WHERE session_id IN \
+             (SELECT id FROM sessions WHERE project LIKE '%{project}%')"
+        ));
+        (n[0]["n"].as_u64().unwrap(), m[0]["n"].as_u64().unwrap())
+    };
+    let (shop, api) = (stored("shop"), stored("api"));
+    assert_eq!(shop.0, 2, "a session and its subagent");
+    assert!(api.0 > 0 && api.1 > 0 && shop.1 > 0, "{shop:?} {api:?}");
+    let out = env.run_with(
+        &["sync", "--path", src.to_str().unwrap(), "--json"],
+        &[("POND_EXCLUDE_PROJECTS", "api,nowhere,shop")],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counted: Vec<(String, u64, u64)> = report["excluded_stored"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report}"))
+        .iter()
+        .map(|e| {
+            (
+                e["project"].as_str().unwrap().to_owned(),
+                e["sessions"].as_u64().unwrap(),
+                e["messages"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counted,
+        [
+            ("api".to_owned(), api.0, api.1),
+            ("shop".to_owned(), shop.0, shop.1)
+        ]
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let offers: Vec<&str> = err.lines().filter(|l| l.contains("pond forget")).collect();
+    assert_eq!(
+        offers,
+        [
+            format!(
+                "pond: {} sessions stored before are in projects matching \"api\"; `pond forget --project \"api\"` removes them",
+                api.0
+            ),
+            "pond: 2 sessions stored before are in projects matching \"shop\"; `pond forget --project \"shop\"` removes them".to_owned(),
+        ],
+        "{err}"
+    );
+    // Without exclusions the report has no such field (its JSON as before).
+    assert!(env.sync(&src).get("excluded_stored").is_none());
+}
+
 /// Run `pond args` with `input` on its stdin (a pipe); its status and stderr.
 fn piped(env: &Env, args: &[&str], input: Option<&str>) -> (bool, String) {
     use std::io::Write;
