@@ -4,16 +4,16 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
 use pond_front::model::ModelSource;
 use pond_front::params::{self, Caller, SearchPlan, SourceSetting};
-use pond_front::{install, render, AutoSync, Front, ProgressSink};
+use pond_front::{render, AutoSync, Front, ProgressSink};
 use pond_protocol::job::ForgetRequest;
 use pond_protocol::sync::SyncRequest;
 use pond_protocol::Progress;
+use pond_setup as setup;
 
 use crate::config::Shown;
 use crate::flags::{ForgetFlags, SyncFlags};
@@ -430,7 +430,7 @@ fn show_sync(b: &indicatif::ProgressBar, p: Progress) {
             b.set_style(style(BACKFILL_BAR));
             show_backfill(b, p);
         }
-        Progress::Step(_) => {}
+        Progress::Step(_) | Progress::Download(_) => {}
     }
 }
 
@@ -525,18 +525,20 @@ async fn model(front: &Front, action: ModelAction, out: Out) -> Result<()> {
     };
     let hub = matches!(source, ModelSource::Hub { .. });
     let mut last = String::new();
-    let mut show = |file: &str, got: u64, total: Option<u64>| {
+    let show = move |p| {
+        let Progress::Download(d) = p else { return };
         let line = format!(
-            "{file}: {} MiB of {}",
-            got >> 20,
-            total.map_or("?".into(), |t| format!("{} MiB", t >> 20))
+            "{}: {} MiB of {}",
+            d.file,
+            d.bytes >> 20,
+            d.total.map_or("?".into(), |t| format!("{} MiB", t >> 20))
         );
         if line != last {
             eprint!("\r{line}   ");
             last = line;
         }
     };
-    let imported = front.model_import(source, &mut show).await;
+    let imported = with_progress(show, |p| front.model_import(source, p)).await;
     if hub {
         eprintln!();
     }
@@ -553,33 +555,7 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
             auto_sync_mins,
         } => {
             let auto_sync_mins = *auto_sync_mins;
-            let attached = crate::bridge_of(cli, auto_sync_mins)
-                .and_then(|b| b.connect().map(|first| (b, first)));
-            match attached {
-                Ok((bridge, first)) => {
-                    drop(first);
-                    // The small binary beside this one, in this process's place; else here.
-                    let e = bridge.exec();
-                    tracing::debug!("bridging in this process: {e}");
-                    let first = match bridge.connect() {
-                        Ok(s) => s,
-                        Err(e) => return Some(failed(&e)),
-                    };
-                    // Once stdin is being read, falling back is no longer possible.
-                    if let Err(e) = bridge.run(first) {
-                        return Some(failed(&e));
-                    }
-                }
-                Err(e) => {
-                    // No shared server: serve in this process, as before.
-                    eprintln!("pond: {e}; serving in this process instead");
-                    cli.command = Command::Mcp {
-                        auto_sync_mins,
-                        standalone: true,
-                    };
-                    return None;
-                }
-            }
+            return bridge(cli, auto_sync_mins);
         }
         Command::Init { yes, dry_run } => {
             let (yes, dry_run) = (*yes, *dry_run);
@@ -598,25 +574,7 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
         } => write_stdout(&format!("{}\n", crate::config::path(cli).display())),
         Command::Config {
             action: ConfigAction::Show { json },
-        } => {
-            if *json {
-                let all: serde_json::Map<String, serde_json::Value> = settings
-                    .iter()
-                    .map(|s| {
-                        let v = serde_json::json!({"value": s.value, "from": s.origin.as_str()});
-                        (s.key.to_owned(), v)
-                    })
-                    .collect();
-                write_stdout(&format!("{}\n", render::json(&all)));
-            } else {
-                let mut text = format!("# {}\n", crate::config::path(cli).display());
-                let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
-                for s in settings {
-                    text += &format!("{:width$}  {}  ({})\n", s.key, s.value, s.origin.as_str());
-                }
-                write_stdout(&text);
-            }
-        }
+        } => show_config(cli, settings, *json),
         Command::Install {
             client,
             print,
@@ -628,7 +586,7 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
             dry_run,
             json,
         } => return Some(registration(client, false, false, *dry_run, *json)),
-        Command::Skill => write_stdout(install::SKILL),
+        Command::Skill => write_stdout(setup::SKILL),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "pond", &mut std::io::stdout());
@@ -636,6 +594,60 @@ pub fn offline(cli: &mut Cli, settings: &[Shown]) -> Option<std::process::ExitCo
         _ => return None,
     }
     Some(std::process::ExitCode::SUCCESS)
+}
+
+/// `pond mcp`: a bridge to the shared server (the small binary beside this one in this
+/// process's place, else here), or `None` to serve in this process when there is none.
+fn bridge(cli: &mut Cli, auto_sync_mins: u64) -> Option<std::process::ExitCode> {
+    let attached =
+        crate::bridge_of(cli, auto_sync_mins).and_then(|b| b.connect().map(|first| (b, first)));
+    match attached {
+        Ok((bridge, first)) => {
+            drop(first);
+            // The small binary beside this one, in this process's place; else here.
+            let e = bridge.exec();
+            tracing::debug!("bridging in this process: {e}");
+            let first = match bridge.connect() {
+                Ok(s) => s,
+                Err(e) => return Some(failed(&e)),
+            };
+            // Once stdin is being read, falling back is no longer possible.
+            if let Err(e) = bridge.run(first) {
+                return Some(failed(&e));
+            }
+            Some(std::process::ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            // No shared server: serve in this process, as before.
+            eprintln!("pond: {e}; serving in this process instead");
+            cli.command = Command::Mcp {
+                auto_sync_mins,
+                standalone: true,
+            };
+            None
+        }
+    }
+}
+
+/// `pond config show`: every setting, its value and where it came from.
+fn show_config(cli: &Cli, settings: &[Shown], json: bool) {
+    if json {
+        let all: serde_json::Map<String, serde_json::Value> = settings
+            .iter()
+            .map(|s| {
+                let v = serde_json::json!({"value": s.value, "from": s.origin.as_str()});
+                (s.key.to_owned(), v)
+            })
+            .collect();
+        write_stdout(&format!("{}\n", render::json(&all)));
+    } else {
+        let mut text = format!("# {}\n", crate::config::path(cli).display());
+        let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
+        for s in settings {
+            text += &format!("{:width$}  {}  ({})\n", s.key, s.value, s.origin.as_str());
+        }
+        write_stdout(&text);
+    }
 }
 
 /// `pond install` (`add`, or `--print` its entry) or `pond uninstall`, reported.
@@ -646,16 +658,16 @@ fn registration(
     dry_run: bool,
     json: bool,
 ) -> std::process::ExitCode {
-    let client = install::Client::named(client).expect("clap checked the name");
-    let (home, exe) = match install_context() {
+    let client = setup::Client::named(client).expect("clap checked the name");
+    let (home, exe) = match setup::context() {
         Ok(c) => c,
         Err(e) => return failed(&e),
     };
     if print {
-        write_stdout(&install::snippet(client, &home, &exe));
+        write_stdout(&setup::install::snippet(client, &home, &exe));
         return std::process::ExitCode::SUCCESS;
     }
-    match register(client, &home, &exe, add, dry_run) {
+    match setup::register(client, &home, &exe, add, dry_run) {
         Ok(r) => {
             print_installed(&r, json);
             std::process::ExitCode::SUCCESS
@@ -664,135 +676,12 @@ fn registration(
     }
 }
 
-/// Add (or remove) pond's entry for `client`: through `claude mcp` for Claude Code when
-/// that command exists, else in the client's file.
-fn register(
-    client: install::Client,
-    home: &std::path::Path,
-    exe: &str,
-    add: bool,
-    dry_run: bool,
-) -> Result<install::Installed, String> {
-    claude_cli(client, home, exe, dry_run, add).unwrap_or_else(|| {
-        if add {
-            install::install(client, home, exe, dry_run)
-        } else {
-            install::uninstall(client, home, dry_run)
-        }
-    })
-}
-
 fn failed(message: &str) -> std::process::ExitCode {
     eprintln!("pond: {message}");
     std::process::ExitCode::FAILURE
 }
 
-/// The home folder clients live under, and the pond executable a client should start.
-fn install_context() -> Result<(PathBuf, String), String> {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .ok_or("HOME is not set: cannot tell where the clients keep their settings")?;
-    let exe = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .map_err(|e| format!("cannot find the pond executable: {e}"))?;
-    Ok((home, exe.display().to_string()))
-}
-
-/// Claude Code through its own command (`claude mcp add -s user`), when it is installed (an
-/// executable `claude` on PATH) and pond's entry needs a change; `None` to edit its config
-/// file instead. Its config file is backed up first: an `add` that fails after the `remove`
-/// before it puts the file back as it was.
-fn claude_cli(
-    client: install::Client,
-    home: &std::path::Path,
-    exe: &str,
-    dry_run: bool,
-    add: bool,
-) -> Option<Result<install::Installed, String>> {
-    use std::os::unix::fs::PermissionsExt;
-    if client != install::Client::ClaudeCode || dry_run {
-        return None;
-    }
-    let claude = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("claude"))
-            .find(|p| {
-                std::fs::metadata(p)
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-    })?;
-    let config = match install::resolved(&client.config_file(home)) {
-        Ok(c) => c,
-        Err(e) => return Some(Err(e)),
-    };
-    let before = std::fs::read_to_string(&config).ok();
-    let saved = match &before {
-        Some(text) => match install::backup(&config, text) {
-            Ok(b) => Some(b),
-            Err(e) => return Some(Err(format!("cannot back up {}: {e}", config.display()))),
-        },
-        None => None,
-    };
-    let run = |args: &[&str]| {
-        std::process::Command::new(&claude)
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", claude.display()))
-            .and_then(|out| {
-                if out.status.success() {
-                    return Ok(());
-                }
-                Err(format!(
-                    "`{} {}` failed: {}",
-                    claude.display(),
-                    args.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ))
-            })
-    };
-    let done = if add {
-        // Replace an older entry: `add` refuses one that exists.
-        let _ = run(&["mcp", "remove", "-s", "user", "pond"]);
-        run(&["mcp", "add", "-s", "user", "pond", "--", exe, "mcp"])
-    } else {
-        run(&["mcp", "remove", "-s", "user", "pond"])
-    };
-    if let Err(e) = done {
-        let now = std::fs::read_to_string(&config).ok();
-        let restored = match &before {
-            Some(text) if now.as_ref() != Some(text) => install::write_atomic(&config, text)
-                .map(|()| format!("; {} is back as it was", config.display()))
-                .unwrap_or_else(|w| {
-                    format!(
-                        "; {} could not be put back ({w}): its backup is beside it",
-                        config.display()
-                    )
-                }),
-            _ => String::new(),
-        };
-        return Some(Err(format!("{e}{restored}")));
-    }
-    let skill = match install::skill(client, home, dry_run, add) {
-        Ok(s) => s,
-        Err(e) => return Some(Err(e)),
-    };
-    Some(Ok(install::Installed {
-        client: client.name(),
-        changes: std::iter::once(install::Change {
-            path: format!(
-                "{} mcp {} -s user pond",
-                claude.display(),
-                if add { "add" } else { "remove" }
-            ),
-            action: if add { "added" } else { "removed" }.into(),
-            backup: saved.map(|b| b.display().to_string()),
-        })
-        .chain(skill)
-        .collect(),
-    }))
-}
-
-fn print_installed(r: &install::Installed, json: bool) {
+fn print_installed(r: &setup::Installed, json: bool) {
     if json {
         write_stdout(&format!("{}\n", render::json(r)));
         return;
@@ -809,87 +698,32 @@ fn print_installed(r: &install::Installed, json: bool) {
     write_stdout(&text);
 }
 
-/// Claude Code's `cleanupPeriodDays` that `pond init` proposes: ten years.
-const KEEP_DAYS: i64 = 3650;
-
-/// `pond init` before its first sync: the clients, Claude Code's cleanup, the config file.
+/// `pond init` before its first sync ([`setup::init`]): its questions asked on the
+/// terminal (none with `--yes` or `--dry-run`), what it does printed.
 fn init(cli: &Cli, yes: bool, dry_run: bool) -> Result<()> {
     let interactive = std::io::stdin().is_terminal();
     if !yes && !dry_run && !interactive {
         anyhow::bail!("pond init asks before each change: run it on a terminal, or with --yes (or --dry-run to see them)");
     }
-    let ask = |question: &str| -> Result<bool> {
+    let mut ask = |question: &str| -> Result<bool, String> {
         if yes || dry_run {
             return Ok(true);
         }
-        confirm(question)
+        confirm(question).map_err(|e| format!("{e:#}"))
     };
-    let (home, exe) = install_context().map_err(anyhow::Error::msg)?;
-    let found: Vec<install::Client> = install::Client::ALL
-        .into_iter()
-        .filter(|c| c.detected(&home))
-        .collect();
-    if found.is_empty() {
-        println!(
-            "no MCP client found under {}; `pond install CLIENT` registers one later",
-            home.display()
-        );
-    } else {
-        let names: Vec<&str> = found.iter().map(|c| c.name()).collect();
-        let archived: Vec<&str> = pond_ingest::SOURCES.iter().map(|s| s.name).collect();
-        println!(
-            "found: {} (pond archives the sessions of {})",
-            names.join(", "),
-            pond_ingest::sources::name_list(&archived)
-        );
-    }
-    for client in found {
-        if !ask(&format!("register pond with {}?", client.name()))? {
-            continue;
-        }
-        let done = register(client, &home, &exe, true, dry_run).map_err(anyhow::Error::msg)?;
-        print_installed(&done, false);
-    }
-    if home.join(".claude").is_dir() || std::env::var_os("CLAUDE_CONFIG_DIR").is_some() {
-        let days = install::cleanup_period_days(&home).map_err(anyhow::Error::msg)?;
-        let shown = days.unwrap_or(install::CLAUDE_DEFAULT_CLEANUP_DAYS);
-        println!(
-            "Claude Code deletes sessions older than {shown} days (cleanupPeriodDays{}); pond keeps its copy either way, and `pond restore` brings one back",
-            if days.is_none() { ", unset" } else { "" }
-        );
-        if shown < KEEP_DAYS && ask(&format!("keep them for {KEEP_DAYS} days instead?"))? {
-            let c = install::set_cleanup_period_days(&home, KEEP_DAYS, dry_run)
-                .map_err(anyhow::Error::msg)?;
-            print_installed(
-                &install::Installed {
-                    client: "claude-code",
-                    changes: vec![c],
-                },
-                false,
-            );
-        }
-    }
-    let config = crate::config::path(cli);
-    if config.exists() {
-        println!(
-            "{}: kept as it is (`pond config show` lists every setting)",
-            config.display()
-        );
-    } else if dry_run {
-        println!(
-            "{}: would be written (every setting, commented out)",
-            config.display()
-        );
-    } else {
-        if let Some(dir) = config.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(&config, crate::config::template())?;
-        println!(
-            "{}: written (every setting, commented out)",
-            config.display()
-        );
-    }
+    let mut say = |said: setup::init::Said| match said {
+        setup::init::Said::Line(line) => println!("{line}"),
+        setup::init::Said::Installed(done) => print_installed(&done, false),
+    };
+    let (home, exe) = setup::context().map_err(anyhow::Error::msg)?;
+    let steps = setup::init::Init {
+        home: &home,
+        exe: &exe,
+        dry_run,
+        config: &crate::config::path(cli),
+        template: &crate::config::template(),
+    };
+    setup::init::run(&steps, &mut ask, &mut say).map_err(anyhow::Error::msg)?;
     if dry_run {
         println!(
             "then: pond sync (every client's sessions into {})",

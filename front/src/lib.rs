@@ -3,9 +3,9 @@
 //!
 //! What it is for: [`Front`] owns the store and a [`Runner`] and offers every operation
 //! typed (search with the query's embedding, get, SQL, sync then embed, rebuild, backfill,
-//! model, status); [`install`] registers `pond mcp` with the clients. Reads run here on the store's capped Lance caches; every heavy job goes
+//! model, status). Reads run here on the store's capped Lance caches; every heavy job goes
 //! through the runner, by default to worker processes, each kind managed by one actor
-//! ([`workers`]: spawn, handshake, deadlines, memory budget, restarts, idle exit, reaping).
+//! ([`pool`]: spawn, handshake, deadlines, memory budget, restarts, idle exit, reaping).
 //! A serving front keeps the archive current in the background ([`background`]). Memory is
 //! measured the way pond's targets are stated ([`footprint`]).
 //!
@@ -20,19 +20,18 @@ pub use pond_protocol::footprint;
 
 pub mod background;
 pub mod clients;
-pub mod install;
 pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod params;
+pub mod pool;
 pub mod render;
 pub mod rendezvous;
 pub mod runner;
 pub mod status;
-pub mod workers;
 
 pub use background::AutoSync;
 pub use ops::{EmbedAfter, Error, Front, ProgressSink, Synced};
+pub use pool::{sync_stall, JobOptions, WorkerCommand, WorkerStatus, Workers, WorkersConfig};
 pub use runner::{LocalJobs, Runner};
 pub use status::Status;
-pub use workers::{sync_stall, JobOptions, WorkerCommand, WorkerStatus, Workers, WorkersConfig};

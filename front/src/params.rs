@@ -24,6 +24,7 @@ use pond_protocol::job::{ForgetRequest, RebuildRequest, RestoreRequest, SqlJob};
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::usage::{UsageGroup, UsageRequest};
 use pond_protocol::{Choice, ErrorKind, Format};
+use pond_rows::Client;
 use pond_store::get::{self, PageFrom, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest, SortBy};
 use pond_store::sessions::{self, SessionsRequest};
@@ -100,12 +101,15 @@ impl Count {
 }
 
 /// Search hits per answer. A person's limit is checked against the store's range
-/// (1-[`search::MAX_LIMIT`]).
+/// (1-[`SEARCH_MAX_LIMIT`]); an agent's is taken into this narrower one.
 pub const SEARCH_LIMIT: Count = Count {
     default: 10,
     min: 1,
     max: 50,
 };
+/// The most hits a search answers, the store's cap (one definition: the store's).
+pub use pond_store::search::MAX_LIMIT as SEARCH_MAX_LIMIT;
+const _: () = assert!(SEARCH_LIMIT.max <= SEARCH_MAX_LIMIT as u64);
 /// Sessions per listing; a person's is checked against 1-[`sessions::MAX_LIMIT`].
 pub const SESSIONS_LIMIT: Count = Count {
     default: sessions::DEFAULT_LIMIT as u64,
@@ -598,12 +602,12 @@ impl SyncParams {
             ));
         }
         let wanted = match &self.source {
-            Some(name) => Some(pond_ingest::Source::parse(name).ok_or_else(|| {
+            Some(name) => Some(Client::parse(name).ok_or_else(|| {
                 Error::new(
                     ErrorKind::Invalid,
                     format!(
                         "there is no client {name:?}; pond reads {}",
-                        pond_ingest::sources::agent_names().join(", ")
+                        pond_rows::clients::agent_names().join(", ")
                     ),
                 )
             })?),
@@ -631,7 +635,7 @@ impl SyncParams {
 /// variable, else the config file's `[sources.NAME] path` (one folder for all its
 /// editions), else its defaults), less the clients the config file turns off.
 pub fn sources(
-    wanted: Option<pond_ingest::SourceKind>,
+    wanted: Option<&'static Client>,
     path: Option<PathBuf>,
     configured: &BTreeMap<String, SourceSetting>,
 ) -> Vec<SyncSource> {
@@ -640,7 +644,7 @@ pub fn sources(
             agent: wanted.map(|k| k.name.to_owned()),
             path: p,
         }],
-        None => pond_ingest::sources::default_sources()
+        None => pond_rows::clients::default_homes()
             .into_iter()
             .filter(|(k, _)| wanted.is_none_or(|w| w == *k))
             .filter_map(|(k, p)| {
@@ -648,9 +652,8 @@ pub fn sources(
                 if set.and_then(|s| s.enabled) == Some(false) && wanted.is_none() {
                     return None;
                 }
-                let own_var = std::env::var_os(k.home_var).is_some_and(|v| !v.is_empty());
                 let path = match set.and_then(|s| s.path.clone()) {
-                    Some(p) if !own_var => p,
+                    Some(p) if !k.home_moved() => p,
                     _ => p,
                 };
                 Some(SyncSource {
@@ -796,14 +799,35 @@ mod tests {
             limit,
             ..SearchParams::default()
         };
-        assert_eq!(ranked(p(None), Caller::Agent).limit, 10);
+        let (default, max) = (SEARCH_LIMIT.default as usize, SEARCH_LIMIT.max as usize);
+        assert_eq!(ranked(p(None), Caller::Agent).limit, default);
         assert_eq!(ranked(p(Some(0)), Caller::Agent).limit, 1);
-        assert_eq!(ranked(p(Some(500)), Caller::Agent).limit, 50);
-        assert_eq!(ranked(p(None), PERSON).limit, 10);
+        assert_eq!(ranked(p(Some(500)), Caller::Agent).limit, max);
+        assert_eq!(ranked(p(None), PERSON).limit, default);
         assert_eq!(ranked(p(Some(120)), PERSON).limit, 120);
         // Refused by the store's check, with its message.
-        let e = search::check(&ranked(p(Some(0)), PERSON)).unwrap_err();
-        assert!(e.to_string().contains("between 1 and 200"), "{e}");
+        for limit in [0, SEARCH_MAX_LIMIT as u64 + 1] {
+            let e = search::check(&ranked(p(Some(limit)), PERSON)).unwrap_err();
+            let range = format!("between 1 and {SEARCH_MAX_LIMIT}");
+            assert!(e.to_string().contains(&range), "{e}");
+        }
+        assert!(search::check(&ranked(p(Some(SEARCH_MAX_LIMIT as u64)), PERSON)).is_ok());
+    }
+
+    /// The limit's description in pond_search's schema (a doc comment, so a literal) says
+    /// the range and default [`SEARCH_LIMIT`] has, and the schema's bounds are its.
+    #[test]
+    fn the_search_limits_schema_says_its_range_and_default() {
+        let schema = serde_json::to_value(schemars::schema_for!(SearchParams)).unwrap();
+        let limit = &schema["properties"]["limit"];
+        let said = format!(
+            "{}-{} (default {})",
+            SEARCH_LIMIT.min, SEARCH_LIMIT.max, SEARCH_LIMIT.default
+        );
+        let description = limit["description"].as_str().unwrap_or_default();
+        assert!(description.contains(&said), "{limit}");
+        assert_eq!(limit["minimum"], SEARCH_LIMIT.min, "{limit}");
+        assert_eq!(limit["maximum"], SEARCH_LIMIT.max, "{limit}");
     }
 
     #[test]
@@ -885,7 +909,7 @@ mod tests {
 
     #[test]
     fn a_configured_source_is_read_once_and_a_disabled_one_not_at_all() {
-        let name = pond_ingest::SOURCES[0].name;
+        let name = pond_rows::CLIENTS[0].name;
         let off = BTreeMap::from([(
             name.to_owned(),
             SourceSetting {

@@ -64,8 +64,9 @@ pub struct SyncReport {
     pub files_excluded: u64,
     /// Of each excluded project (in the request's order) that the store holds sessions of,
     /// how many: counted by the sync worker after its pass, so that `pond sync` can offer
-    /// to forget them. Left out of the JSON when there are none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// to forget them. (Never skipped when empty: postcard, the IPC's encoding, cannot
+    /// read a struct with a field left out.)
+    #[serde(default)]
     pub excluded_stored: Vec<ExcludedStored>,
     /// An interrupted `pond forget` was completed before this sync read anything.
     #[serde(default)]

@@ -7,6 +7,7 @@ mod clients;
 mod common;
 mod config;
 mod corpus;
+mod docs;
 mod embed;
 mod exact;
 mod faults;

@@ -365,7 +365,12 @@ fn a_stale_socket_is_replaced_and_the_socket_is_owner_only() {
     let env = Env::new();
     let run = tempfile::tempdir().unwrap();
     let dir = run.path().join("pond");
-    std::fs::create_dir_all(&dir).unwrap();
+    // Made owner-only whatever the test's umask: pond uses a folder it did not make only when
+    // nobody else can write it, and never changes its mode.
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+    }
     let socket = dir.join("stale.sock");
     // A dead server's leftovers: its socket file, and its lock with a pid, not held.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());

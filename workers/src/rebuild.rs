@@ -25,7 +25,7 @@ impl From<pond_store::StoreError> for RebuildError {
 
 /// `pond rebuild`: the repairs and upgrade a sync would make (`crate::sync::repair_store`),
 /// vectors of rows that are gone pruned, token counts filled (afresh with `req.usage`),
-/// the indexes and the row map `req` names rebuilt ([`reindex`](crate::reindex::reindex); all of them after a
+/// the indexes and the row map `req` names rebuilt ([`reindex`]; all of them after a
 /// re-derive), and the vector index trained with `req.vectors`.
 pub async fn run(
     store: &Store,

@@ -1,4 +1,4 @@
-//! ARCHITECTURE.md checked against the tree: every repository path it names exists, and the
+//! ARCHITECTURE.md checked against the tree (no binary needed; here to keep one test binary): every repository path it names exists, and the
 //! clients it lists are the registry's (`pond_ingest::sources::SOURCES`), so the map cannot
 //! rot silently when a file moves or a client is added.
 
