@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use pond_front::ops;
 use pond_front::params::{
     self, ExportFormat, ExportParams, ForgetParams, GetMessageParams, GetSessionParams,
     RebuildParams, RestoreParams, SearchParams, SessionsParams, SqlParams, SyncParams, UsageParams,
@@ -90,7 +89,7 @@ pub(crate) struct SearchFlags {
     #[arg(long)]
     pub offset: Option<u64>,
     /// exact and regex: stop checking candidates after this many seconds
-    #[arg(long, default_value_t = ops::GREP_TIMEOUT_S)]
+    #[arg(long, default_value_t = params::GREP_TIMEOUT_S)]
     pub timeout_seconds: u64,
     #[arg(long)]
     pub json: bool,

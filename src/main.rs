@@ -19,8 +19,8 @@ use pond_protocol::{Choice, WorkerKind};
 use pond_store::{Store, StoreConfig};
 
 mod commands;
-mod flags;
 mod config;
+mod flags;
 mod settings;
 
 #[derive(Parser)]

@@ -6,7 +6,8 @@ use std::time::Duration;
 use pond_protocol::sync::SyncRequest;
 use pond_protocol::ErrorKind;
 
-use crate::ops::{EmbedAfter, Front};
+use crate::ops::Front;
+use crate::params::EmbedAfter;
 use crate::status::{BackgroundOutcome, BackgroundSync, EmbedOutcome};
 
 /// Sync `request` in a one-shot worker at start and then every `every`.

@@ -31,7 +31,9 @@ pub mod runner;
 pub mod status;
 
 pub use background::AutoSync;
-pub use ops::{EmbedAfter, Error, Front, ProgressSink, Synced};
+pub use ops::{Error, Front, ProgressSink};
+pub use params::EmbedAfter;
 pub use pool::{sync_stall, JobOptions, WorkerCommand, WorkerStatus, Workers, WorkersConfig};
 pub use runner::{LocalJobs, Runner};
 pub use status::Status;
+pub use status::Synced;

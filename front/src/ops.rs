@@ -26,10 +26,12 @@ use pond_store::Store;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
 
-use crate::params::{ExportFormat, ExportParams};
-use crate::runner::Runner;
-use crate::status::{self, BackgroundSync, Status};
+pub use crate::params::{check_grep_options, GREP_TIMEOUT_S};
+use crate::params::{EmbedAfter, ExportFormat, ExportParams, SQL_KILL_GRACE};
 use crate::pool::{sync_stall, JobOptions};
+use crate::runner::Runner;
+pub use crate::status::Synced;
+use crate::status::{self, BackgroundSync, Status};
 
 /// An operation's failure, classified by who must act ([`ErrorKind::is_mistake`]: the
 /// caller; [`ErrorKind::Unavailable`]: the user; [`ErrorKind::is_limit`]: ask for less;
@@ -39,51 +41,12 @@ pub type Error = JobError;
 /// Where an operation's progress goes (a CLI's progress bar), if anywhere.
 pub type ProgressSink = Option<UnboundedSender<Progress>>;
 
-/// How long after a SQL query's own timeout its worker is killed: the query's graceful end
-/// (an error naming the timeout) comes first, the kill only for a plan that never yields.
-pub const SQL_KILL_GRACE: Duration = Duration::from_secs(5);
-
 /// A Markdown export's page: messages and bytes read from the store at a time.
 const EXPORT_PAGE_MESSAGES: usize = 500;
 const EXPORT_PAGE_BYTES: usize = 8 << 20;
 
 /// How long `pond usage` may sum before its worker is killed.
 pub const USAGE_DEADLINE: Duration = Duration::from_secs(120);
-
-/// When a sync embeds what it added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EmbedAfter {
-    Never,
-    /// If the sync added messages (a background sync: no embed worker for nothing).
-    Added,
-    /// Every time: a backfill interrupted earlier goes on (`pond sync`).
-    Always,
-}
-
-/// A sync's report, and what the embedding after it did (if it ran).
-#[derive(Debug, Clone)]
-pub struct Synced {
-    pub report: SyncReport,
-    pub embedded: Option<Result<BackfillReport, Error>>,
-}
-
-/// How long an exact or regex search checks candidates, by default (SQL's default timeout);
-/// its worker is killed [`SQL_KILL_GRACE`] later, as a query's is.
-pub const GREP_TIMEOUT_S: u64 = 30;
-
-/// Refuse options that only exact and regex search read (`given`: their names, when set)
-/// with another mode, saying which modes read them.
-pub fn check_grep_options(mode: search::SearchMode, given: &[&str]) -> Result<(), Error> {
-    match given.first() {
-        Some(name) if !mode.is_literal() => Err(Error::new(
-            ErrorKind::Invalid,
-            format!(
-                "{name} is for exact and regex search: add mode exact or regex, or leave it out"
-            ),
-        )),
-        _ => Ok(()),
-    }
-}
 
 /// The front: the store, where jobs run, and what the background sync last did.
 #[derive(Clone)]

@@ -18,12 +18,13 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use pond_protocol::grep::GrepJob;
 use pond_protocol::job::{ForgetRequest, RebuildRequest, RestoreRequest, SqlJob};
 use pond_protocol::sync::{SyncRequest, SyncSource};
 use pond_protocol::usage::{UsageGroup, UsageRequest};
-use pond_protocol::{Choice, ErrorKind, Format};
+use pond_protocol::{Choice, ErrorKind, Format, JobError as Error};
 use pond_rows::Client;
 use pond_store::get::{self, PageFrom, PageRequest};
 use pond_store::search::{self, SearchFilters, SearchMode, SearchRequest, SortBy};
@@ -31,7 +32,40 @@ use pond_store::sessions::{self, SessionsRequest};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 
-use crate::ops::{Error, GREP_TIMEOUT_S};
+/// Hard cap on one tool answer, whatever produced it.
+pub const MAX_ANSWER_BYTES: usize = 100 * 1024;
+
+/// How long after a SQL query's own timeout its worker is killed: the query's graceful end
+/// (an error naming the timeout) comes first, the kill only for a plan that never yields.
+pub const SQL_KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// How long an exact or regex search checks candidates, by default (SQL's default timeout);
+/// its worker is killed [`SQL_KILL_GRACE`] later, as a query's is.
+pub const GREP_TIMEOUT_S: u64 = 30;
+
+/// Refuse options that only exact and regex search read (`given`: their names, when set)
+/// with another mode, saying which modes read them.
+pub fn check_grep_options(mode: search::SearchMode, given: &[&str]) -> Result<(), Error> {
+    match given.first() {
+        Some(name) if !mode.is_literal() => Err(Error::new(
+            ErrorKind::Invalid,
+            format!(
+                "{name} is for exact and regex search: add mode exact or regex, or leave it out"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// When a sync embeds what it added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedAfter {
+    Never,
+    /// If the sync added messages (a background sync: no embed worker for nothing).
+    Added,
+    /// Every time: a backfill interrupted earlier goes on (`pond sync`).
+    Always,
+}
 
 /// Who asks, which decides the ranges numbers are read in and how a bad value is named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +168,7 @@ pub const SQL_MAX_ROWS: Count = Count {
     min: 1,
     max: 1000,
 };
-/// Seconds a SQL query may run (its worker is killed [`crate::ops::SQL_KILL_GRACE`]
+/// Seconds a SQL query may run (its worker is killed [`SQL_KILL_GRACE`]
 /// later).
 pub const SQL_TIMEOUT_S: Count = Count {
     default: 30,
@@ -279,7 +313,7 @@ impl SearchParams {
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))
         .collect();
-        crate::ops::check_grep_options(mode, &given)?;
+        check_grep_options(mode, &given)?;
         let from = caller.date(self.from_date.as_deref(), "from_date", search::parse_date)?;
         let to = caller.date(self.to_date.as_deref(), "to_date", search::parse_end_date)?;
         let limit = caller.count(self.limit, SEARCH_LIMIT);
@@ -472,7 +506,7 @@ pub struct SqlParams {
 
 impl SqlParams {
     /// The sql worker's job. A person's answer may be as large as the store's SQL cap; an
-    /// agent's is half a tool answer ([`crate::mcp::MAX_ANSWER_BYTES`]), leaving room
+    /// agent's is half a tool answer ([`MAX_ANSWER_BYTES`]), leaving room
     /// for the footer.
     pub fn job(self, caller: Caller) -> SqlJob {
         let (timeout_s, max_rows, max_bytes) = match caller {
@@ -484,7 +518,7 @@ impl SqlParams {
             Caller::Agent => (
                 SQL_TIMEOUT_S.clamp(self.timeout_seconds),
                 SQL_MAX_ROWS.clamp(self.max_rows),
-                (crate::mcp::MAX_ANSWER_BYTES / 2) as u64,
+                (MAX_ANSWER_BYTES / 2) as u64,
             ),
         };
         SqlJob {

@@ -6,13 +6,15 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use pond_protocol::job::BackfillReport;
 use pond_protocol::sync::SyncReport;
+use pond_protocol::JobError;
 use pond_store::{indexes, rowmap, schema, vectors, Dataset, Store, StoreCounts};
 use serde::{Deserialize, Serialize};
 
 use crate::footprint;
-use crate::runner::Runner;
 use crate::pool::WorkerStatus;
+use crate::runner::Runner;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
@@ -228,4 +230,11 @@ fn rowmap_state(store: &Store, messages: Option<&Dataset>) -> RowMapState {
             Ok(_) => RowMapState::Foreign,
         },
     }
+}
+
+/// A sync's report, and what the embedding after it did (if it ran).
+#[derive(Debug, Clone)]
+pub struct Synced {
+    pub report: SyncReport,
+    pub embedded: Option<Result<BackfillReport, JobError>>,
 }

@@ -32,8 +32,7 @@ pub mod socket;
 
 use args::TOOLS;
 
-/// Hard cap on one tool answer, whatever produced it.
-pub const MAX_ANSWER_BYTES: usize = 100 * 1024;
+pub use crate::params::MAX_ANSWER_BYTES;
 
 const SCHEMA_URI: &str = "pond://schema";
 const STATUS_URI: &str = "pond://status";

@@ -2,13 +2,13 @@
 
 use std::fmt::Write;
 
-use pond_protocol::model::Manifest;
 use pond_protocol::job::{BackfillReport, FileState, ForgetReport, RebuildReport, RestoreReport};
+use pond_protocol::model::Manifest;
 use pond_protocol::sync::SyncReport;
 use pond_store::StoreCounts;
 
-use crate::ops::Synced;
 use crate::status::LastSync;
+use crate::status::Synced;
 
 pub fn sync_report(r: &SyncReport) -> String {
     let mut out = String::new();

@@ -3,11 +3,11 @@
 
 use std::fmt::Write;
 
+use crate::pool::runs_backfills;
 use crate::status::{
     BackgroundOutcome, BackgroundSync, EmbedOutcome, Embeddings, JobsRunIn, Process, RowMapState,
     Status,
 };
-use crate::pool::runs_backfills;
 
 use super::reports::{counts, last_sync};
 
