@@ -641,7 +641,11 @@ impl SyncParams {
                     ErrorKind::Invalid,
                     format!(
                         "there is no client {name:?}; pond reads {}",
-                        pond_rows::clients::agent_names().join(", ")
+                        pond_rows::CLIENTS
+                            .iter()
+                            .map(|c| c.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 )
             })?),
@@ -963,6 +967,8 @@ mod tests {
         let e = unknown.request(&off, Vec::new()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Invalid);
         assert!(e.message.contains("there is no client \"nope\""), "{e}");
+        // Only names --source takes: a client's, never a subagent's source_agent.
+        assert!(e.message.contains("claude-code") && !e.message.contains('/'), "{e}");
     }
 
     #[test]
