@@ -968,7 +968,10 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::Invalid);
         assert!(e.message.contains("there is no client \"nope\""), "{e}");
         // Only names --source takes: a client's, never a subagent's source_agent.
-        assert!(e.message.contains("claude-code") && !e.message.contains('/'), "{e}");
+        assert!(
+            e.message.contains("claude-code") && !e.message.contains('/'),
+            "{e}"
+        );
     }
 
     #[test]
