@@ -332,8 +332,8 @@ fn the_offer_to_forget_counts_each_excluded_project() {
         ],
         "{err}"
     );
-    // Without exclusions the report has no such field (its JSON as before).
-    assert!(env.sync(&src).get("excluded_stored").is_none());
+    // Without exclusions the list is empty (always sent: postcard cannot skip a field).
+    assert_eq!(env.sync(&src)["excluded_stored"], serde_json::json!([]));
 }
 
 /// Run `pond args` with `input` on its stdin (a pipe); its status and stderr.
