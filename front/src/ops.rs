@@ -26,12 +26,10 @@ use pond_store::Store;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
 
-pub use crate::params::{check_grep_options, GREP_TIMEOUT_S};
 use crate::params::{EmbedAfter, ExportFormat, ExportParams, SQL_KILL_GRACE};
 use crate::pool::{sync_stall, JobOptions};
 use crate::runner::Runner;
-pub use crate::status::Synced;
-use crate::status::{self, BackgroundSync, Status};
+use crate::status::{self, BackgroundSync, Status, Synced};
 
 /// An operation's failure, classified by who must act ([`ErrorKind::is_mistake`]: the
 /// caller; [`ErrorKind::Unavailable`]: the user; [`ErrorKind::is_limit`]: ask for less;
